@@ -15,8 +15,8 @@ Kubernetes escapes them, the resource root with only ``apiVersion``, ``kind`` an
 where it can be told (map keys, items of ``x-kubernetes-list-type: map`` lists by their
 keys). A rule that mentions ``oldSelf`` is a transition rule and runs only on an update
 with an old value (or with ``optionalOldSelf``, ``oldSelf`` an optional). On an update of
-the object (not of its status) a failing rule whose node is unchanged is a warning, not
-a refusal (validation ratcheting, on by default in 1.31).
+the object or of its status a failing rule whose node is unchanged is a warning, not a
+refusal (validation ratcheting, on by default in 1.31).
 
 What is not done: rules are parsed, and only in part type-checked against the schema (a
 call of a function kube-apiserver does not declare, a select of a field the schema or the
@@ -111,16 +111,16 @@ def check(
     schema_causes: list[Cause],
     obj: dict[str, Any],
     old: dict[str, Any] | None,
-    *,
-    status: bool,
 ) -> list[Cause]:
-    """The causes ``obj`` (defaulted and pruned; ``old`` the stored object on an update,
-    ``status`` for a status write) is refused for by ``rules``, after the schema's own
-    ``schema_causes``: as kube-apiserver's strategy, the rules do not run after a fault that
-    makes them meaningless (``hasBlockingErr``). Ratcheted failures warn the client."""
+    """The causes ``obj`` (defaulted and pruned; ``old`` the stored object on an update) is
+    refused for by ``rules``, after the schema's own ``schema_causes``: as kube-apiserver's
+    strategy, the rules do not run after a fault that makes them meaningless
+    (``hasBlockingErr``). Ratcheted failures warn the client: on every update, a status
+    write's included (its strategy passes ``cel.WithRatcheting`` too), so a rule that an
+    unchanged spec fails does not stop its controller's status writes."""
     if any(reason in _BLOCKING for reason, _, _ in schema_causes):
         return [_NOT_CHECKED]
-    causes, ratcheted = rules.validate(obj, old, ratchet=not status)
+    causes, ratcheted = rules.validate(obj, old, ratchet=True)
     for message in ratcheted:
         warn(message)
     return causes

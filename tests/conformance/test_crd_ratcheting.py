@@ -167,3 +167,55 @@ def test_only_the_values_an_update_changes_are_checked_against_the_tightened_sch
     assert _update(custom, ns, stored, hosts=["longhost", "a"])["spec"]["hosts"][0] == "longhost"
     # a set's items are not matched: the kept "x" is checked again once the set changes
     assert _refused_fields(custom, ns, stored, tags=["x", "y"]) == {"spec.tags[0]"}
+
+
+def test_a_status_write_passes_spec_rules_and_required_fields_added_after_the_object(
+    api: ApiClient, custom: client.CustomObjectsApi, ns: str, fresh_group: str
+) -> None:
+    # a status write is validated by the status schema alone, and the CEL rules ratchet
+    # (a rule failing on the unchanged spec is a warning): the controller of an object
+    # stored before the CRD added them still reports its status
+    group = fresh_group
+    create_crd(api, _crd(group, _LOOSE))
+    spare = custom.create_namespaced_custom_object(
+        group, "v1", ns, "checks", {**check_object(group), "spec": None}
+    )
+    big = custom.create_namespaced_custom_object(
+        group, "v1", ns, "checks", check_object(group, n=50)
+    )
+    assert "spec" not in spare
+    ext = client.ApiextensionsV1Api(api)
+    name = f"checks.{group}"
+    tightened = _crd(group, _LOOSE)
+    schema = tightened["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    schema["required"] = ["spec"]
+    schema["properties"]["spec"]["x-kubernetes-validations"] = [
+        {"rule": "self.n <= 10", "message": "n at most 10"}
+    ]
+    tightened["metadata"]["resourceVersion"] = ext.read_custom_resource_definition(
+        name
+    ).metadata.resource_version
+    ext.replace_custom_resource_definition(name, tightened)
+
+    def refused() -> bool:
+        try:
+            custom.create_namespaced_custom_object(
+                group, "v1", ns, "checks", {**check_object(group), "metadata": {"name": "probe"}}
+            )
+        except ApiException as e:
+            return e.status == 422
+        custom.delete_namespaced_custom_object(group, "v1", ns, "checks", "probe")
+        return False
+
+    wait_for(refused, 15, "the tightened schema to be in effect", interval=0.05)
+    for obj in (spare, big):
+        done = custom.patch_namespaced_custom_object_status(
+            group, "v1", ns, "checks", obj["metadata"]["name"], {"status": {"phase": "Done"}}
+        )
+        assert done["status"] == {"phase": "Done"}
+    # the main resource's update still answers for the spec it changes
+    with raises_status(422, "Invalid") as status:
+        _update(custom, ns, big, n=40)
+    assert [c["message"] for c in status["details"]["causes"]] == [
+        'Invalid value: "object": n at most 10'
+    ]

@@ -313,7 +313,7 @@ def test_an_unchanged_node_s_failure_is_a_warning_on_update_ratcheting() -> None
     causes, warnings = rules.validate({**obj(n=7), "metadata": {"name": "a"}}, old, ratchet=True)
     assert causes == []
     assert warnings == ['spec: Invalid value: "object": failed rule: self.n < 5']
-    assert rules.validate(obj(n=7), old, ratchet=False)[0] != []  # a status write: no ratchet
+    assert rules.validate(obj(n=7), old, ratchet=False)[0] != []  # without ratcheting
 
 
 def test_optional_old_self_runs_on_create_with_an_empty_optional() -> None:
