@@ -414,6 +414,13 @@ class _Structural:
                     f"ListType('map') key {key!r} names no field of the items (their fields: "
                     f"{known})",
                 )
+            if wire not in (items.get("required") or ()) and "default" not in props[wire]:
+                raise self.fail(
+                    path,
+                    f"ListType('map') key {key!r} must be a required field or have a default "
+                    "(the API server refuses a map key an item may leave out): type it "
+                    "without '| None = None', or give it a default",
+                )
             keys.append(wire)
         return keys
 

@@ -347,6 +347,26 @@ def test_list_map_keys_name_the_items_fields_on_the_wire_or_fail_naming_the_key(
         openapi_schema(Misnamed)
 
 
+def test_a_list_map_key_that_may_be_missing_fails_naming_the_key() -> None:
+    # kube-apiserver refuses the CRD ("this property is in x-kubernetes-list-map-keys, so it
+    # must have a default or be a required property"): the generator says it first
+    class Route(Model):
+        host: str | None = None
+        path: str = "/"
+
+    class Routed(Resource):
+        api_version: ClassVar[str] = "example.com/v1"
+        kind: ClassVar[str] = "Routed"
+        spec: Annotated[list[Route], ListType("map", keys=("host", "path"))]
+
+    with pytest.raises(
+        CRDError,
+        match=r"Routed: field spec: ListType\('map'\) key 'host' must be a required field "
+        r"or have a default",
+    ):
+        openapi_schema(Routed)
+
+
 def test_a_default_factory_s_value_is_not_baked_into_a_parent_s_default() -> None:
     # default_factory means "nothing the server could fill in"; a parent model's default
     # (`= Job()`) must not carry the one value the factory made when the CRD was generated
