@@ -376,6 +376,7 @@ class _Structural:
                 # each condition its own writer's under server-side apply, not the list
                 out["x-kubernetes-list-type"] = "map"
                 out["x-kubernetes-list-map-keys"] = ["type"]
+        self.check_list_type(out, path)
         if "type" not in out and not out.get(_INT_OR_STRING) and not out.get(_PRESERVE):
             if not any(k for k in out if k not in ("description", "default", "nullable")):
                 out[_PRESERVE] = True  # Any
@@ -396,6 +397,29 @@ class _Structural:
         last = {k: out[k] for k in _LAST if k in out}
         middle = {k: v for k, v in out.items() if k not in first and k not in last}
         return {**first, **middle, **last}
+
+    def check_list_type(self, schema: dict[str, Any], path: str) -> None:
+        """Refuse a ``ListType`` the API server refuses: on what is not a list, or ``set`` of
+        items that are not scalars (``must be atomic as item of a list with
+        x-kubernetes-list-type=set``)."""
+        list_type = schema.get("x-kubernetes-list-type")
+        if list_type is None:
+            return
+        if schema.get("type") != "array":
+            raise self.fail(
+                path, f"ListType({list_type!r}) marks a list, and this field is not one"
+            )
+        items = schema.get("items") or {}
+        if list_type == "set" and items.get("type") in ("object", "array"):
+            atomic = items.get("x-kubernetes-map-type") == "atomic" or (
+                items.get("x-kubernetes-list-type") == "atomic"
+            )
+            if not atomic:
+                raise self.fail(
+                    path,
+                    "ListType('set') holds scalars (strings, numbers): a list of models is "
+                    "ListType('map', keys=(...)) or ListType('atomic')",
+                )
 
     def map_keys(self, schema: dict[str, Any], path: str) -> list[str]:
         """A map list's keys as the items name them on the wire (a Python field name is

@@ -440,3 +440,25 @@ def test_a_naive_datetime_default_is_an_error_naming_the_field() -> None:
         "opens": "2024-01-01T00:00:00Z",
         "local": "2024-01-01T00:00:00+02:00",
     }
+
+
+def test_a_list_type_the_api_server_refuses_fails_naming_the_field() -> None:
+    class Item(Model):
+        name: str
+
+    class Sets(Resource):
+        api_version: ClassVar[str] = "example.com/v1"
+        kind: ClassVar[str] = "Sets"
+        spec: Annotated[list[Item], ListType("set")]
+
+    class Mapped(Resource):
+        api_version: ClassVar[str] = "example.com/v1"
+        kind: ClassVar[str] = "Mapped"
+        spec: Annotated[dict[str, str], ListType("atomic")]
+
+    with pytest.raises(CRDError, match=r"Sets: field spec: ListType\('set'\) holds scalars"):
+        openapi_schema(Sets)
+    with pytest.raises(
+        CRDError, match=r"Mapped: field spec: ListType\('atomic'\) marks a list, and this field"
+    ):
+        openapi_schema(Mapped)
