@@ -17,6 +17,7 @@ import ast
 import inspect
 import re
 import textwrap
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -200,27 +201,58 @@ def _without_factory_values(value: Any, encoded: Any) -> Any:
 
 
 #: a date-time kube-openapi accepts ends in a zone: ``Z`` or an offset
+_SECRET_MASK = "**********"
 _ZONED = re.compile(r"([zZ]|[+-]\d\d:\d\d)$")
 
 
-def _naive_date_time(value: Any, schema: dict[str, Any], at: str) -> str | None:
-    """Where in ``value`` (a default, the JSON of ``schema``) a ``date-time`` string has no
-    timezone (a naive ``datetime``), as ``at`` and the fields under it; None if nowhere."""
+def _naive_date_time(value: str, schema: dict[str, Any]) -> bool:
+    """A ``date-time`` without a timezone (a naive ``datetime``): the API server refuses it."""
+    return schema.get("format") == "date-time" and not _ZONED.search(value)
+
+
+def _masked_secret(value: str, schema: dict[str, Any]) -> bool:
+    """A ``SecretStr``/``SecretBytes`` as pydantic writes it: its mask."""
+    return schema.get("format") == "password" and value == _SECRET_MASK
+
+
+#: what a default may not hold: a test of a string and its schema node, what it is, why
+_BAD_DEFAULTS: tuple[tuple[Callable[[str, dict[str, Any]], bool], str, str], ...] = (
+    (
+        _naive_date_time,
+        "has a date-time without a timezone",
+        ", which the API server refuses (a date-time ends in Z or an offset): give the "
+        "datetime a tzinfo (datetime.UTC), and type the field AwareDatetime so that a value "
+        "without one is refused in Python too",
+    ),
+    (
+        _masked_secret,
+        "holds a secret",
+        " (a SecretStr, which pydantic writes as its mask '**********', and every object "
+        "would get the mask): a CRD is read by whoever may read CRDs, so give the field no "
+        "default",
+    ),
+)
+
+
+def _string_where(
+    value: Any, schema: dict[str, Any], at: str, bad: Callable[[str, dict[str, Any]], bool]
+) -> str | None:
+    """Where in ``value`` (a default, the JSON of ``schema``) a string is ``bad`` for its
+    schema node, as ``at`` and the fields under it; None if nowhere."""
     if isinstance(value, str):
-        fmt = schema.get("format")
-        return at if fmt == "date-time" and not _ZONED.search(value) else None
+        return at if bad(value, schema) else None
     if isinstance(value, dict):
         props = schema.get("properties") or {}
         additional = schema.get("additionalProperties")
         for k, v in value.items():
             sub = props.get(k, additional if not props else None)
             if isinstance(sub, dict):
-                found = _naive_date_time(v, sub, f"{at}.{k}" if at else k)
+                found = _string_where(v, sub, f"{at}.{k}" if at else k, bad)
                 if found is not None:
                     return found
     if isinstance(value, list) and isinstance(schema.get("items"), dict):
         for i, v in enumerate(value):
-            found = _naive_date_time(v, schema["items"], f"{at}[{i}]")
+            found = _string_where(v, schema["items"], f"{at}[{i}]", bad)
             if found is not None:
                 return found
     return None
@@ -383,20 +415,20 @@ class _Structural:
             else:
                 raise self.fail(path, f"no type can be told from {schema}")
         if "default" in out:
-            naive = _naive_date_time(out["default"], out, "")
-            if naive is not None:
-                where = f" at {naive}" if naive else ""
-                raise self.fail(
-                    path,
-                    f"its default {out['default']!r} has a date-time without a timezone{where}, "
-                    "which the API server refuses (a date-time ends in Z or an offset): give the "
-                    "datetime a tzinfo (datetime.UTC), and type the field AwareDatetime so that "
-                    "a value without one is refused in Python too",
-                )
+            self.check_default(out, path)
         first = {k: out[k] for k in _FIRST if k in out}
         last = {k: out[k] for k in _LAST if k in out}
         middle = {k: v for k, v in out.items() if k not in first and k not in last}
         return {**first, **middle, **last}
+
+    def check_default(self, schema: dict[str, Any], path: str) -> None:
+        """Refuse a default the API server would refuse, or should not be given."""
+        default = schema["default"]
+        for bad, what, why in _BAD_DEFAULTS:
+            found = _string_where(default, schema, "", bad)
+            if found is not None:
+                where = f" at {found}" if found else ""
+                raise self.fail(path, f"its default {what}{where}{why}")
 
     def check_list_type(self, schema: dict[str, Any], path: str) -> None:
         """Refuse a ``ListType`` the API server refuses: on what is not a list, or ``set`` of

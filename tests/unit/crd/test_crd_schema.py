@@ -8,7 +8,7 @@ import enum
 from typing import Annotated, Any, ClassVar, Literal
 
 import pytest
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from mcruntime.client import Model, Resource
 from mcruntime.crd import (
@@ -462,3 +462,27 @@ def test_a_list_type_the_api_server_refuses_fails_naming_the_field() -> None:
         CRDError, match=r"Mapped: field spec: ListType\('atomic'\) marks a list, and this field"
     ):
         openapi_schema(Mapped)
+
+
+def test_a_secret_default_is_an_error_naming_the_field() -> None:
+    # pydantic writes a SecretStr default as its mask: every object would get "**********"
+    # (and the secret itself has no place in a CRD, which whoever may read CRDs reads)
+    class Login(Model):
+        user: str = "admin"
+        password: SecretStr = SecretStr("hunter2")
+
+    class Site(Resource):
+        api_version: ClassVar[str] = "example.com/v1"
+        kind: ClassVar[str] = "Site"
+        spec: Login
+
+    with pytest.raises(CRDError, match=r"Site: field spec\.password: its default holds a secret"):
+        openapi_schema(Site)
+
+    class Held(Resource):
+        api_version: ClassVar[str] = "example.com/v1"
+        kind: ClassVar[str] = "Held"
+        spec: dict[str, SecretStr] = {"db": SecretStr("hunter2")}
+
+    with pytest.raises(CRDError, match=r"Held: field spec: its default holds a secret at db"):
+        openapi_schema(Held)
