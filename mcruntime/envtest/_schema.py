@@ -106,10 +106,10 @@ def apply_schema(
     ``old`` is the stored object of an update: its violations ratchet, as kube-apiserver's
     (1.30+, ``CRDValidationRatcheting``) do: a value equal to the one it replaces (the old
     value at the same field, the same key of a map, the item of a ``map`` list with the
-    same keys, or the same index of a list with no ``x-kubernetes-list-type``; not an item
-    of a ``set`` or ``atomic`` list) is not checked again, so an object stored before its
-    CRD's schema was tightened may still be updated where it keeps its old values; and the
-    uniqueness of ``set`` and ``map`` lists is checked only when the old object kept it."""
+    same keys; a list of another type as a whole, not item by item) is not checked again,
+    so an object stored before its CRD's schema was tightened may still be updated where it
+    keeps its old values; and the uniqueness of ``set`` and ``map`` lists is checked only
+    when the old object kept it."""
     if not schema:
         return obj, []
     out = _default(_prune(obj, schema, root=True, dropped=dropped), schema, root=True)
@@ -149,24 +149,20 @@ def _same(a: Any, b: Any) -> bool:
 
 def _old_items(value: list[Any], old: Any, schema: dict[str, Any]) -> list[Any]:
     """The old value each item of the list ``value`` is correlated with (`_MISSING` where
-    none), as kube-apiserver's ratcheting correlates them: a ``map`` list's items by their
-    keys, a list without a list type by index, a ``set`` or ``atomic`` list's not at all."""
-    if not isinstance(old, list):
+    none), as kube-apiserver's ratcheting (``common.CorrelatedObject``) correlates them: a
+    ``map`` list's items by their keys; the items of any other list (``set``, ``atomic``,
+    or no list type, which is atomic) not at all (the list is, as a whole)."""
+    if not isinstance(old, list) or schema.get("x-kubernetes-list-type") != "map":
         return [_MISSING] * len(value)
-    list_type = schema.get("x-kubernetes-list-type")
-    if list_type == "map":
-        names = schema.get("x-kubernetes-list-map-keys") or []
+    names = schema.get("x-kubernetes-list-map-keys") or []
 
-        def key(item: Any) -> bytes:
-            return _json.dumps([item.get(k) for k in names] if isinstance(item, dict) else None)
+    def key(item: Any) -> bytes:
+        return _json.dumps([item.get(k) for k in names] if isinstance(item, dict) else None)
 
-        by_key: dict[bytes, Any] = {}
-        for item in old:
-            by_key.setdefault(key(item), item)
-        return [by_key.get(key(v), _MISSING) for v in value]
-    if list_type is None:
-        return [old[i] if i < len(old) else _MISSING for i in range(len(value))]
-    return [_MISSING] * len(value)
+    by_key: dict[bytes, Any] = {}
+    for item in old:
+        by_key.setdefault(key(item), item)
+    return [by_key.get(key(v), _MISSING) for v in value]
 
 
 def _prune(
