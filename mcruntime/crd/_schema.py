@@ -424,6 +424,15 @@ class _Structural:
     def check_default(self, schema: dict[str, Any], path: str) -> None:
         """Refuse a default the API server would refuse, or should not be given."""
         default = schema["default"]
+        if schema.get("x-kubernetes-embedded-resource") and not (
+            isinstance(default, dict) and default.get("apiVersion") and default.get("kind")
+        ):
+            raise self.fail(
+                path,
+                f"its default {default!r} is not a Kubernetes object: the API server refuses an "
+                "EmbeddedResource default without apiVersion and kind; give one, or no default "
+                "(Field(default_factory=dict))",
+            )
         for bad, what, why in _BAD_DEFAULTS:
             found = _string_where(default, schema, "", bad)
             if found is not None:

@@ -486,3 +486,24 @@ def test_a_secret_default_is_an_error_naming_the_field() -> None:
 
     with pytest.raises(CRDError, match=r"Held: field spec: its default holds a secret at db"):
         openapi_schema(Held)
+
+
+def test_an_embedded_resource_default_without_its_kind_is_an_error() -> None:
+    # kube-apiserver: "default.apiVersion: Required value", "default.kind: Required value"
+    class Templated(Resource):
+        api_version: ClassVar[str] = "example.com/v1"
+        kind: ClassVar[str] = "Templated"
+        spec: Annotated[dict[str, Any], EmbeddedResource] = {}
+
+    with pytest.raises(CRDError, match=r"Templated: field spec: its default \{\} is not a Kub"):
+        openapi_schema(Templated)
+
+    class Given(Resource):
+        api_version: ClassVar[str] = "example.com/v1"
+        kind: ClassVar[str] = "Given"
+        spec: Annotated[dict[str, Any], EmbeddedResource] = {"apiVersion": "v1", "kind": "Pod"}
+        other: Annotated[dict[str, Any], EmbeddedResource] = Field(default_factory=dict)
+
+    props = openapi_schema(Given)["properties"]
+    assert props["spec"]["default"] == {"apiVersion": "v1", "kind": "Pod"}
+    assert "default" not in props["other"]
