@@ -114,7 +114,7 @@ def apply_schema(
         return obj, []
     out = _default(_prune(obj, schema, root=True, dropped=dropped), schema, root=True)
     causes: list[Cause] = []
-    if old is not None and _same(out, old):
+    if old is not None and _unchanged(out, old, schema):
         return out, causes
     olds: dict[str, Any] = old if old is not None else {}
     for key, value in out.items():
@@ -145,6 +145,37 @@ def _same(a: Any, b: Any) -> bool:
     if isinstance(a, list):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     return bool(a == b)
+
+
+def _unchanged(value: Any, old: Any, schema: dict[str, Any]) -> bool:
+    """Whether ``value`` equals ``old``, the value it replaces, as kube-apiserver's ratcheting
+    tells (``common.CorrelatedObject.CachedDeepEqual``): a ``map`` list item by item, matched
+    by their keys (so in any order); an object key by key, where a key its schema does not
+    declare (a field kept unknown, metadata's) makes it unequal; other lists and scalars as
+    ``reflect.DeepEqual`` does (`_same`)."""
+    if value is None or old is None:
+        return value is None and old is None
+    if isinstance(value, list) and isinstance(old, list):
+        if len(value) != len(old):
+            return False
+        items = schema.get("items")
+        if schema.get("x-kubernetes-list-type") != "map" or not isinstance(items, dict):
+            return _same(value, old)
+        return all(
+            o is not _MISSING and _unchanged(v, o, items)
+            for v, o in zip(value, _old_items(value, old, schema), strict=True)
+        )
+    if isinstance(value, dict) and isinstance(old, dict):
+        if len(value) != len(old):
+            return False
+        props = schema.get("properties") or {}
+        additional = schema.get("additionalProperties")
+        for k, v in value.items():
+            sub = props.get(k, additional if isinstance(additional, dict) else None)
+            if k not in old or not isinstance(sub, dict) or not _unchanged(v, old[k], sub):
+                return False
+        return True
+    return _same(value, old)
 
 
 def _old_items(value: list[Any], old: Any, schema: dict[str, Any]) -> list[Any]:
@@ -394,7 +425,7 @@ def _validate(
 ) -> None:
     """Append to ``causes`` what ``schema`` refuses of ``value`` at ``path``; nothing when
     ``value`` equals ``old``, the value it replaces in an update (ratcheting)."""
-    if old is not _MISSING and _same(value, old):
+    if old is not _MISSING and _unchanged(value, old, schema):
         return
 
     def bad(why: str, reason: str = "FieldValueInvalid") -> None:
