@@ -200,8 +200,9 @@ def _without_factory_values(value: Any, encoded: Any) -> Any:
     return encoded
 
 
-#: a date-time kube-openapi accepts ends in a zone: ``Z`` or an offset
+#: how pydantic writes a ``SecretStr``/``SecretBytes``
 _SECRET_MASK = "**********"
+#: a date-time kube-openapi accepts ends in a zone: ``Z`` or an offset
 _ZONED = re.compile(r"([zZ]|[+-]\d\d:\d\d)$")
 
 
