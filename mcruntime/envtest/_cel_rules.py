@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from mcruntime.envtest import _cel, _regexp
-from mcruntime.envtest._schema import Cause
+from mcruntime.envtest._schema import Cause, unchanged
 from mcruntime.envtest._warnings import warn
 
 __all__ = [
@@ -572,7 +572,11 @@ class RuleSet:
         object, not of its status)."""
         walk = _Walk(ratchet and old is not None)
         walk.node(
-            self._root, obj, _ABSENT if old is None else old, "", old is not None and obj == old
+            self._root,
+            obj,
+            _ABSENT if old is None else old,
+            "",
+            old is not None and unchanged(obj, old, self._root.schema),
         )
         return walk.causes, walk.warnings
 
@@ -585,13 +589,14 @@ class _Walk:
         self.causes: list[Cause] = []
         self.warnings: list[str] = []
 
-    def node(self, node: _Node, value: Any, old: Any, path: str, unchanged: bool) -> None:
-        """``unchanged``: this node (when it has an old value) or its nearest ancestor that
-        has one equals its old value (kube-apiserver's ``shouldRatchetError``)."""
+    def node(self, node: _Node, value: Any, old: Any, path: str, was_same: bool) -> None:
+        """``was_same``: this node (when it has an old value) or its nearest ancestor that
+        has one equals its old value (kube-apiserver's ``shouldRatchetError``, equality as
+        its ``CorrelatedObject`` tells it: `_schema.unchanged`)."""
         if value is None:
             return
         if node.rules:
-            self.rules(node, value, old, path, unchanged)
+            self.rules(node, value, old, path, was_same)
         if isinstance(value, dict):
             old_map = old if isinstance(old, dict) else {}
             for k, v in value.items():
@@ -602,16 +607,18 @@ class _Walk:
                 if sub is None:
                     continue
                 o = old_map.get(k, _ABSENT)
-                self.node(sub, v, o, at, unchanged if o is _ABSENT else v == o)
+                same = was_same if o is _ABSENT else unchanged(v, o, sub.schema)
+                self.node(sub, v, o, at, same)
         elif isinstance(value, list) and node.items is not None:
             olds = _correlated(node, old)
             for i, v in enumerate(value):
                 o = _ABSENT
                 if olds is not None and isinstance(v, dict):
                     o = olds.get(tuple(_key(v.get(k)) for k in node.map_keys or ()), _ABSENT)
-                self.node(node.items, v, o, f"{path}[{i}]", unchanged if o is _ABSENT else v == o)
+                same = was_same if o is _ABSENT else unchanged(v, o, node.items.schema)
+                self.node(node.items, v, o, f"{path}[{i}]", same)
 
-    def rules(self, node: _Node, value: Any, old: Any, path: str, unchanged: bool) -> None:
+    def rules(self, node: _Node, value: Any, old: Any, path: str, was_same: bool) -> None:
         self_value = _to_cel(value, node.schema, node.resource_root)
         old_value: Any = None
         if old is not _ABSENT and any(r.transition for r in node.rules):
@@ -644,7 +651,7 @@ class _Walk:
                 at = f"{path}.{rule.field_path}" if path else rule.field_path
                 at = at.replace(".[", "[")
             cause = _cause(at or "<nil>", node.type, _message(rule, variables), rule.reason)
-            if not rule.transition and self.ratchet and unchanged:
+            if not rule.transition and self.ratchet and was_same:
                 self.warnings.append(cause[2])
             else:
                 self.causes.append(cause)

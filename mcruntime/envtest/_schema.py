@@ -33,6 +33,7 @@ __all__ = [
     "default_on_read",
     "in_version",
     "prune",
+    "unchanged",
     "Cause",
 ]
 
@@ -114,7 +115,7 @@ def apply_schema(
         return obj, []
     out = _default(_prune(obj, schema, root=True, dropped=dropped), schema, root=True)
     causes: list[Cause] = []
-    if old is not None and _unchanged(out, old, schema):
+    if old is not None and unchanged(out, old, schema):
         return out, causes
     olds: dict[str, Any] = old if old is not None else {}
     for key, value in out.items():
@@ -147,7 +148,7 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def _unchanged(value: Any, old: Any, schema: dict[str, Any]) -> bool:
+def unchanged(value: Any, old: Any, schema: dict[str, Any]) -> bool:
     """Whether ``value`` equals ``old``, the value it replaces, as kube-apiserver's ratcheting
     tells (``common.CorrelatedObject.CachedDeepEqual``): a ``map`` list item by item, matched
     by their keys (so in any order); an object key by key, where a key its schema does not
@@ -162,7 +163,7 @@ def _unchanged(value: Any, old: Any, schema: dict[str, Any]) -> bool:
         if schema.get("x-kubernetes-list-type") != "map" or not isinstance(items, dict):
             return _same(value, old)
         return all(
-            o is not _MISSING and _unchanged(v, o, items)
+            o is not _MISSING and unchanged(v, o, items)
             for v, o in zip(value, _old_items(value, old, schema), strict=True)
         )
     if isinstance(value, dict) and isinstance(old, dict):
@@ -172,7 +173,7 @@ def _unchanged(value: Any, old: Any, schema: dict[str, Any]) -> bool:
         additional = schema.get("additionalProperties")
         for k, v in value.items():
             sub = props.get(k, additional if isinstance(additional, dict) else None)
-            if k not in old or not isinstance(sub, dict) or not _unchanged(v, old[k], sub):
+            if k not in old or not isinstance(sub, dict) or not unchanged(v, old[k], sub):
                 return False
         return True
     return _same(value, old)
@@ -425,7 +426,7 @@ def _validate(
 ) -> None:
     """Append to ``causes`` what ``schema`` refuses of ``value`` at ``path``; nothing when
     ``value`` equals ``old``, the value it replaces in an update (ratcheting)."""
-    if old is not _MISSING and _unchanged(value, old, schema):
+    if old is not _MISSING and unchanged(value, old, schema):
         return
 
     def bad(why: str, reason: str = "FieldValueInvalid") -> None:
