@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from typing import Annotated, Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic.alias_generators import to_camel
 
 from mcruntime.client import GroupVersionKind, Resource
 from mcruntime.crd._options import CRDError, CRDOptions
@@ -19,6 +20,13 @@ __all__ = ["generate_crd", "generate_crds", "load_resource_classes", "plural_of"
 _DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _COLUMN_TYPES = frozenset({"string", "integer", "number", "boolean", "date"})
 _SIMPLE_PATH = re.compile(r"^(\.[A-Za-z_][A-Za-z0-9_]*)+$")
+#: the printer column types of object metadata's fields (the schema says only ``object``)
+_METADATA_COLUMNS = {
+    ".metadata.creationTimestamp": "date",
+    ".metadata.deletionTimestamp": "date",
+    ".metadata.generation": "integer",
+    ".metadata.deletionGracePeriodSeconds": "integer",
+}
 
 
 def plural_of(kind: str) -> str:
@@ -96,13 +104,46 @@ def _at(schema: dict[str, Any], path: str) -> dict[str, Any] | None:
     return node
 
 
+#: a JSONPath's steps: ``.name``, or a bracket (an index, ``*``, a filter)
+_STEP = re.compile(r"\.([A-Za-z_][A-Za-z0-9_-]*)|\[[^\]]*\]")
+
+
+def _check_path(where: str, path: str, schema: dict[str, Any]) -> None:
+    """Refuse a JSONPath that names a field by its Python name (``.status.ready_replicas``)
+    where the schema has it by its wire name (``readyReplicas``): the API server takes the
+    path, and ``kubectl get`` shows an empty column, ``kubectl scale`` changes nothing. (A
+    path naming no field at all is left alone: it may name what the schema keeps unknown.)"""
+    node: Any = schema
+    for step in _STEP.finditer(path):
+        if not isinstance(node, dict):
+            return
+        name = step.group(1)
+        if name is None:  # [0], [*], [?(@.type=="Ready")]: into the items
+            node = node.get("items")
+            continue
+        props = node.get("properties")
+        if not isinstance(props, dict) or name not in props:
+            wire = to_camel(name)
+            if isinstance(props, dict) and wire != name and wire in props:
+                fixed = path[: step.start()] + "." + wire + path[step.end() :]
+                raise CRDError(
+                    f"{where}: {path!r} names the field {name!r} by its Python name: paths name "
+                    f"fields as the API does, {fixed!r}"
+                )
+            return
+        node = props[name]
+
+
 def _column(cls: type[Resource], column: Any, schema: dict[str, Any]) -> dict[str, Any]:
     where = f"{cls.__name__}: printer column {getattr(column, 'name', column)!r}"
     if not column.json_path.startswith("."):
         raise CRDError(f"{where}: json_path {column.json_path!r} must start with '.'")
+    _check_path(f"{where}: json_path", column.json_path, schema)
     col_type = column.type
     node = _at(schema, column.json_path) if _SIMPLE_PATH.match(column.json_path) else None
-    if col_type is None:
+    if col_type is None and column.json_path in _METADATA_COLUMNS:
+        col_type = _METADATA_COLUMNS[column.json_path]
+    elif col_type is None:
         t = (node or {}).get("type")
         fmt = (node or {}).get("format", "")
         col_type = "date" if t == "string" and fmt in ("date-time", "date") else t
@@ -146,6 +187,12 @@ def _version(cls: type[Resource], opts: CRDOptions, storage: bool) -> dict[str, 
         ):
             if not path.startswith(under):
                 raise CRDError(f"{cls.__name__}: Scale({what}={path!r}) must be under {under}")
+        for what, path in (
+            ("spec_replicas_path", scale.spec_replicas_path),
+            ("status_replicas_path", scale.status_replicas_path),
+            ("label_selector_path", scale.label_selector_path or ""),
+        ):
+            _check_path(f"{cls.__name__}: Scale({what}=...)", path, schema)
         sub = {
             "specReplicasPath": scale.spec_replicas_path,
             "statusReplicasPath": scale.status_replicas_path,
@@ -160,6 +207,8 @@ def _version(cls: type[Resource], opts: CRDOptions, storage: bool) -> dict[str, 
             _column(cls, c, schema) for c in opts.printer_columns
         ]
     if opts.selectable_fields:
+        for path in opts.selectable_fields:
+            _check_path(f"{cls.__name__}: selectable field", path, schema)
         version["selectableFields"] = [{"jsonPath": p} for p in opts.selectable_fields]
     version["schema"] = {"openAPIV3Schema": schema}
     return version

@@ -27,7 +27,9 @@ class CRDNotEstablished(CRDError, TimeoutError):
 class PrinterColumn:
     """A column ``kubectl get`` shows (``additionalPrinterColumns``).
 
-    ``json_path`` is a JSONPath into the object such as ``.status.phase``;
+    ``json_path`` is a JSONPath into the object such as ``.status.phase``, naming fields
+    as the API does (``.status.readyReplicas``; a field's Python name there is a
+    [`CRDError`][mcruntime.crd.CRDError]);
     ``type`` is one of ``string``, ``integer``, ``number``, ``boolean``, ``date``
     (None: taken from the field the path names, ``string`` when it names none);
     ``priority`` 0 shows the column by default, higher only with ``-o wide``.

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 import textwrap
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -37,6 +39,8 @@ _ISO_DURATION = (
     r"(T(\d+(\.\d+)?H)?(\d+(\.\d+)?M)?(\d+(\.\d+)?S)?)?$"
 )
 _INT_OR_STRING = "x-kubernetes-int-or-string"
+#: marks pydantic's schema of a Decimal (a number or a string) while the schema is built
+_DECIMAL = "x-mcruntime-decimal"
 #: a model's Python field names -> their names on the wire, while the schema is built
 _NAMES = "x-mcruntime-field-names"
 _SCALARS = frozenset({"string", "integer", "number", "boolean"})
@@ -127,6 +131,17 @@ class _Generator(GenerateJsonSchema):
     def field_title_should_be_set(self, schema: Any) -> bool:
         return False
 
+    def decimal_schema(self, schema: core_schema.DecimalSchema) -> JsonSchemaValue:
+        # pydantic's number | string: marked, to be refused as a Decimal, not as a union
+        return {**super().decimal_schema(schema), _DECIMAL: True}
+
+    def encode_default(self, dft: Any) -> Any:
+        """The default as pydantic writes it, without the fields a ``default_factory`` filled
+        in: a factory makes a value per object in Python, which a CRD's one ``default``
+        cannot (a parent's ``= Spec()`` would carry the value made when the CRD was
+        generated, the same in every object, another in every generation)."""
+        return _without_factory_values(dft, super().encode_default(dft))
+
     def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
         json_schema = super().model_schema(schema)
         json_schema.pop("title", None)
@@ -148,6 +163,100 @@ class _Generator(GenerateJsonSchema):
                 props[key] = {**prop, "description": docs[name]}
         json_schema[_NAMES] = names
         return json_schema
+
+
+_RULES = "x-kubernetes-validations"
+
+
+def _merged(referenced: dict[str, Any], field: dict[str, Any]) -> dict[str, Any]:
+    """A field's schema over the one it refers to (its model's): the field's keywords win,
+    but CEL rules add up, the model's first, as controller-gen keeps a type's rules and its
+    field's (a field's own rules replacing the model's would drop them without a word)."""
+    out = {**referenced, **field}
+    ours, theirs = referenced.get(_RULES), field.get(_RULES)
+    if isinstance(ours, list) and isinstance(theirs, list):
+        out[_RULES] = [*ours, *(r for r in theirs if r not in ours)]
+    return out
+
+
+def _without_factory_values(value: Any, encoded: Any) -> Any:
+    """``encoded`` (``value`` written as JSON) without what the ``default_factory`` of a model
+    in it made: the fields not set explicitly whose default is a factory's."""
+    if isinstance(value, BaseModel) and isinstance(encoded, dict):
+        out = dict(encoded)
+        for name, info in type(value).model_fields.items():
+            key = info.serialization_alias or info.alias or name
+            if key not in out:
+                continue
+            if info.default_factory is not None and name not in value.model_fields_set:
+                del out[key]
+            else:
+                out[key] = _without_factory_values(getattr(value, name, None), out[key])
+        return out
+    if isinstance(value, dict) and isinstance(encoded, dict):
+        return {k: _without_factory_values(value.get(k), v) for k, v in encoded.items()}
+    if isinstance(value, list | tuple) and isinstance(encoded, list) and len(value) == len(encoded):
+        return [_without_factory_values(v, e) for v, e in zip(value, encoded, strict=True)]
+    return encoded
+
+
+#: how pydantic writes a ``SecretStr``/``SecretBytes``
+_SECRET_MASK = "**********"
+#: a date-time kube-openapi accepts ends in a zone: ``Z`` or an offset
+_ZONED = re.compile(r"([zZ]|[+-]\d\d:\d\d)$")
+
+
+def _naive_date_time(value: str, schema: dict[str, Any]) -> bool:
+    """A ``date-time`` without a timezone (a naive ``datetime``): the API server refuses it."""
+    return schema.get("format") == "date-time" and not _ZONED.search(value)
+
+
+def _masked_secret(value: str, schema: dict[str, Any]) -> bool:
+    """A ``SecretStr``/``SecretBytes`` as pydantic writes it: its mask."""
+    return schema.get("format") == "password" and value == _SECRET_MASK
+
+
+#: what a default may not hold: a test of a string and its schema node, what it is, why
+_BAD_DEFAULTS: tuple[tuple[Callable[[str, dict[str, Any]], bool], str, str], ...] = (
+    (
+        _naive_date_time,
+        "has a date-time without a timezone",
+        ", which the API server refuses (a date-time ends in Z or an offset): give the "
+        "datetime a tzinfo (datetime.UTC), and type the field AwareDatetime so that a value "
+        "without one is refused in Python too",
+    ),
+    (
+        _masked_secret,
+        "holds a secret",
+        " (a SecretStr, which pydantic writes as its mask '**********', and every object "
+        "would get the mask): a CRD is read by whoever may read CRDs, so give the field no "
+        "default",
+    ),
+)
+
+
+def _string_where(
+    value: Any, schema: dict[str, Any], at: str, bad: Callable[[str, dict[str, Any]], bool]
+) -> str | None:
+    """Where in ``value`` (a default, the JSON of ``schema``) a string is ``bad`` for its
+    schema node, as ``at`` and the fields under it; None if nowhere."""
+    if isinstance(value, str):
+        return at if bad(value, schema) else None
+    if isinstance(value, dict):
+        props = schema.get("properties") or {}
+        additional = schema.get("additionalProperties")
+        for k, v in value.items():
+            sub = props.get(k, additional if not props else None)
+            if isinstance(sub, dict):
+                found = _string_where(v, sub, f"{at}.{k}" if at else k, bad)
+                if found is not None:
+                    return found
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for i, v in enumerate(value):
+            found = _string_where(v, schema["items"], f"{at}[{i}]", bad)
+            if found is not None:
+                return found
+    return None
 
 
 def _drop_nones(value: Any) -> Any:
@@ -178,7 +287,7 @@ class _Structural:
                 ref = str(schema.pop("$ref"))
             elif isinstance(schema.get("allOf"), list) and len(schema["allOf"]) == 1:
                 inner = schema.pop("allOf")[0]
-                schema = {**inner, **schema}
+                schema = _merged(inner, schema)
                 continue
             else:
                 break
@@ -192,7 +301,7 @@ class _Structural:
             if name not in self.defs:
                 raise self.fail(path, f"unresolvable reference {ref}")
             stack = (*stack, name)
-            schema = {**self.defs[name], **schema}
+            schema = _merged(self.defs[name], schema)
         for key in ("anyOf", "oneOf"):
             if key in schema and not schema.get(_INT_OR_STRING):
                 return self.union(schema, schema.pop(key), path, stack)
@@ -206,7 +315,7 @@ class _Structural:
         if not real:
             raise self.fail(path, "a field that can only be None has no schema")
         if len(real) == 1:
-            return self.node({**real[0], **schema}, path, stack)
+            return self.node(_merged(real[0], schema), path, stack)
         resolved = [self.node(b, path, stack) for b in real]
         types = {b.get("type") for b in resolved}
         if types == {"integer", "string"}:
@@ -216,6 +325,12 @@ class _Structural:
             return self.simple({**schema, "type": types.pop(), "enum": values}, path, stack)
         if any(b.get(_PRESERVE) and "type" not in b for b in resolved):
             return self.simple({**schema, _PRESERVE: True}, path, stack)
+        if schema.get(_DECIMAL) or any(b.get(_DECIMAL) for b in real):
+            raise self.fail(
+                path,
+                "a Decimal has no structural schema (pydantic reads it from a number or a "
+                "string): type it float, or str (e.g. a quantity such as '1.5Gi')",
+            )
         shown = " | ".join(str(b.get("type", "any")) for b in resolved)
         raise self.fail(
             path,
@@ -294,15 +409,59 @@ class _Structural:
                 # each condition its own writer's under server-side apply, not the list
                 out["x-kubernetes-list-type"] = "map"
                 out["x-kubernetes-list-map-keys"] = ["type"]
+        self.check_list_type(out, path)
         if "type" not in out and not out.get(_INT_OR_STRING) and not out.get(_PRESERVE):
             if not any(k for k in out if k not in ("description", "default", "nullable")):
                 out[_PRESERVE] = True  # Any
             else:
                 raise self.fail(path, f"no type can be told from {schema}")
+        if "default" in out:
+            self.check_default(out, path)
         first = {k: out[k] for k in _FIRST if k in out}
         last = {k: out[k] for k in _LAST if k in out}
         middle = {k: v for k, v in out.items() if k not in first and k not in last}
         return {**first, **middle, **last}
+
+    def check_default(self, schema: dict[str, Any], path: str) -> None:
+        """Refuse a default the API server would refuse, or should not be given."""
+        default = schema["default"]
+        if schema.get("x-kubernetes-embedded-resource") and not (
+            isinstance(default, dict) and default.get("apiVersion") and default.get("kind")
+        ):
+            raise self.fail(
+                path,
+                f"its default {default!r} is not a Kubernetes object: the API server refuses an "
+                "EmbeddedResource default without apiVersion and kind; give one, or no default "
+                "(Field(default_factory=dict))",
+            )
+        for bad, what, why in _BAD_DEFAULTS:
+            found = _string_where(default, schema, "", bad)
+            if found is not None:
+                where = f" at {found}" if found else ""
+                raise self.fail(path, f"its default {what}{where}{why}")
+
+    def check_list_type(self, schema: dict[str, Any], path: str) -> None:
+        """Refuse a ``ListType`` the API server refuses: on what is not a list, or ``set`` of
+        items that are not scalars (``must be atomic as item of a list with
+        x-kubernetes-list-type=set``)."""
+        list_type = schema.get("x-kubernetes-list-type")
+        if list_type is None:
+            return
+        if schema.get("type") != "array":
+            raise self.fail(
+                path, f"ListType({list_type!r}) marks a list, and this field is not one"
+            )
+        items = schema.get("items") or {}
+        if list_type == "set" and items.get("type") in ("object", "array"):
+            atomic = items.get("x-kubernetes-map-type") == "atomic" or (
+                items.get("x-kubernetes-list-type") == "atomic"
+            )
+            if not atomic:
+                raise self.fail(
+                    path,
+                    "ListType('set') holds scalars (strings, numbers): a list of models is "
+                    "ListType('map', keys=(...)) or ListType('atomic')",
+                )
 
     def map_keys(self, schema: dict[str, Any], path: str) -> list[str]:
         """A map list's keys as the items name them on the wire (a Python field name is
@@ -320,6 +479,13 @@ class _Structural:
                     path,
                     f"ListType('map') key {key!r} names no field of the items (their fields: "
                     f"{known})",
+                )
+            if wire not in (items.get("required") or ()) and "default" not in props[wire]:
+                raise self.fail(
+                    path,
+                    f"ListType('map') key {key!r} must be a required field or have a default "
+                    "(the API server refuses a map key an item may leave out): type it "
+                    "without '| None = None', or give it a default",
                 )
             keys.append(wire)
         return keys

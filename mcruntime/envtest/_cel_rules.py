@@ -3,7 +3,8 @@ checks them (apiextensions-apiserver ``pkg/apiserver/schema/cel``).
 
 `crd_rule_errors` is the CRD side: each rule of a version's schema is compiled when the
 CRD is created or updated, and one that does not compile (or whose ``message``,
-``reason`` or ``fieldPath`` is wrong) refuses the CRD. `RuleSet` is the object side,
+``reason`` or ``fieldPath`` is wrong) refuses the CRD, as does a ``default`` the rules refuse
+(`default_rule_errors`). `RuleSet` is the object side,
 built once per CRD write for each served version whose schema has rules (`build`, None
 without): `RuleSet.validate` evaluates every rule at every schema node that declares
 some, on the object as it would be stored (defaulted and pruned). ``self`` is the node's
@@ -14,8 +15,8 @@ Kubernetes escapes them, the resource root with only ``apiVersion``, ``kind`` an
 where it can be told (map keys, items of ``x-kubernetes-list-type: map`` lists by their
 keys). A rule that mentions ``oldSelf`` is a transition rule and runs only on an update
 with an old value (or with ``optionalOldSelf``, ``oldSelf`` an optional). On an update of
-the object (not of its status) a failing rule whose node is unchanged is a warning, not
-a refusal (validation ratcheting, on by default in 1.31).
+the object or of its status a failing rule whose node is unchanged is a warning, not a
+refusal (validation ratcheting, on by default in 1.31).
 
 What is not done: rules are parsed, and only in part type-checked against the schema (a
 call of a function kube-apiserver does not declare, a select of a field the schema or the
@@ -32,14 +33,23 @@ import contextlib
 import datetime
 import logging
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, Final
 
 from mcruntime.envtest import _cel, _regexp
-from mcruntime.envtest._schema import Cause
+from mcruntime.envtest._schema import Cause, unchanged
 from mcruntime.envtest._warnings import warn
 
-__all__ = ["RuleSet", "build", "check", "crd_rule_errors", "has_rules", "warn_missing_library"]
+__all__ = [
+    "RuleSet",
+    "build",
+    "check",
+    "crd_rule_errors",
+    "default_rule_errors",
+    "has_rules",
+    "warn_missing_library",
+]
 
 log = logging.getLogger("mcruntime.envtest")
 
@@ -101,16 +111,16 @@ def check(
     schema_causes: list[Cause],
     obj: dict[str, Any],
     old: dict[str, Any] | None,
-    *,
-    status: bool,
 ) -> list[Cause]:
-    """The causes ``obj`` (defaulted and pruned; ``old`` the stored object on an update,
-    ``status`` for a status write) is refused for by ``rules``, after the schema's own
-    ``schema_causes``: as kube-apiserver's strategy, the rules do not run after a fault that
-    makes them meaningless (``hasBlockingErr``). Ratcheted failures warn the client."""
+    """The causes ``obj`` (defaulted and pruned; ``old`` the stored object on an update) is
+    refused for by ``rules``, after the schema's own ``schema_causes``: as kube-apiserver's
+    strategy, the rules do not run after a fault that makes them meaningless
+    (``hasBlockingErr``). Ratcheted failures warn the client: on every update, a status
+    write's included (its strategy passes ``cel.WithRatcheting`` too), so a rule that an
+    unchanged spec fails does not stop its controller's status writes."""
     if any(reason in _BLOCKING for reason, _, _ in schema_causes):
         return [_NOT_CHECKED]
-    causes, ratcheted = rules.validate(obj, old, ratchet=not status)
+    causes, ratcheted = rules.validate(obj, old, ratchet=True)
     for message in ratcheted:
         warn(message)
     return causes
@@ -410,6 +420,49 @@ def _field_path(text: str, schema: dict[str, Any]) -> str | None:
     return out or None
 
 
+def default_rule_errors(schema: Any, path: str, refused: Collection[str] = ()) -> list[Cause]:
+    """The ``default`` values of a CRD version's ``schema`` (at ``path``) that the rules of
+    their own schema node, or of the nodes under it, refuse: kube-apiserver's
+    ``defaulting.ValidateDefaults`` evaluates them (with the default as ``oldSelf``, then,
+    as ratcheting is on, as a create) and refuses the CRD, at ``<path>.default``
+    (``...properties[spec].default: Invalid value: "object": min must not exceed max``). A
+    default whose field is in ``refused`` (its schema refused it already) is not evaluated,
+    as upstream evaluates only defaults its OpenAPI validation passed; nor are defaults under
+    ``additionalProperties``. Nothing without the CEL library."""
+    if not has_rules(schema) or not _cel.available():
+        return []
+    causes: list[Cause] = []
+    _default_rules(schema, path, causes, frozenset(refused), True)
+    return causes
+
+
+def _default_rules(
+    schema: Any, path: str, causes: list[Cause], refused: frozenset[str], root: bool
+) -> None:
+    if not has_rules(schema):
+        return
+    embedded = root or schema.get("x-kubernetes-embedded-resource") is True
+    value = schema.get("default")
+    at = f"{path}.default"
+    if value is not None and not any(
+        f == at or f.startswith((f"{at}.", f"{at}[")) for f in refused
+    ):
+        node = _node(schema, resource_root=embedded)
+        if node is not None:
+            walk = _Walk(ratchet=False)
+            walk.node(node, value, value, at, False)
+            if not walk.causes:
+                walk.node(node, value, _ABSENT, at, False)
+            causes.extend(walk.causes)
+    items = schema.get("items")
+    if isinstance(items, dict):
+        _default_rules(items, f"{path}.items", causes, refused, False)
+    props = schema.get("properties")
+    if isinstance(props, dict):
+        for k, sub in props.items():
+            _default_rules(sub, f"{path}.properties[{k}]", causes, refused, False)
+
+
 # ------------------------------------------------------------------ the object side
 
 
@@ -519,7 +572,11 @@ class RuleSet:
         object, not of its status)."""
         walk = _Walk(ratchet and old is not None)
         walk.node(
-            self._root, obj, _ABSENT if old is None else old, "", old is not None and obj == old
+            self._root,
+            obj,
+            _ABSENT if old is None else old,
+            "",
+            old is not None and unchanged(obj, old, self._root.schema),
         )
         return walk.causes, walk.warnings
 
@@ -532,13 +589,14 @@ class _Walk:
         self.causes: list[Cause] = []
         self.warnings: list[str] = []
 
-    def node(self, node: _Node, value: Any, old: Any, path: str, unchanged: bool) -> None:
-        """``unchanged``: this node (when it has an old value) or its nearest ancestor that
-        has one equals its old value (kube-apiserver's ``shouldRatchetError``)."""
+    def node(self, node: _Node, value: Any, old: Any, path: str, was_same: bool) -> None:
+        """``was_same``: this node (when it has an old value) or its nearest ancestor that
+        has one equals its old value (kube-apiserver's ``shouldRatchetError``, equality as
+        its ``CorrelatedObject`` tells it: `_schema.unchanged`)."""
         if value is None:
             return
         if node.rules:
-            self.rules(node, value, old, path, unchanged)
+            self.rules(node, value, old, path, was_same)
         if isinstance(value, dict):
             old_map = old if isinstance(old, dict) else {}
             for k, v in value.items():
@@ -549,16 +607,18 @@ class _Walk:
                 if sub is None:
                     continue
                 o = old_map.get(k, _ABSENT)
-                self.node(sub, v, o, at, unchanged if o is _ABSENT else v == o)
+                same = was_same if o is _ABSENT else unchanged(v, o, sub.schema)
+                self.node(sub, v, o, at, same)
         elif isinstance(value, list) and node.items is not None:
             olds = _correlated(node, old)
             for i, v in enumerate(value):
                 o = _ABSENT
                 if olds is not None and isinstance(v, dict):
                     o = olds.get(tuple(_key(v.get(k)) for k in node.map_keys or ()), _ABSENT)
-                self.node(node.items, v, o, f"{path}[{i}]", unchanged if o is _ABSENT else v == o)
+                same = was_same if o is _ABSENT else unchanged(v, o, node.items.schema)
+                self.node(node.items, v, o, f"{path}[{i}]", same)
 
-    def rules(self, node: _Node, value: Any, old: Any, path: str, unchanged: bool) -> None:
+    def rules(self, node: _Node, value: Any, old: Any, path: str, was_same: bool) -> None:
         self_value = _to_cel(value, node.schema, node.resource_root)
         old_value: Any = None
         if old is not _ABSENT and any(r.transition for r in node.rules):
@@ -591,7 +651,7 @@ class _Walk:
                 at = f"{path}.{rule.field_path}" if path else rule.field_path
                 at = at.replace(".[", "[")
             cause = _cause(at or "<nil>", node.type, _message(rule, variables), rule.reason)
-            if not rule.transition and self.ratchet and unchanged:
+            if not rule.transition and self.ratchet and was_same:
                 self.warnings.append(cause[2])
             else:
                 self.causes.append(cause)

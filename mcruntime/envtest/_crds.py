@@ -103,9 +103,14 @@ def validate_crd(crd: dict[str, Any], old: dict[str, Any] | None = None) -> dict
                     where, _, detail = why.partition(": ")
                     raise invalid(f"{field}.schema.{where}", detail)
                 # a structural schema's defaults are validated only once it is one
-                if not _metadata_errors(root, at, causes):
-                    causes.items += default_errors(root, at)
+                defaults = not _metadata_errors(root, at, causes)
+                refused = default_errors(root, at) if defaults else []
+                causes.items += refused
                 _check_rules(crd, root, at)
+                if defaults:  # its rules compile: the defaults are validated with them too
+                    causes.items += _cel_rules.default_rule_errors(
+                        root, at, [field for _, field, _ in refused]
+                    )
                 _schema_errors(root, at, causes)
         _version_tail_errors(v, field, causes)
     _names_errors(names, causes)

@@ -33,6 +33,7 @@ __all__ = [
     "default_on_read",
     "in_version",
     "prune",
+    "unchanged",
     "Cause",
 ]
 
@@ -41,6 +42,7 @@ _ROOT_KEEP = frozenset({"apiVersion", "kind", "metadata"})
 _PRESERVE = "x-kubernetes-preserve-unknown-fields"
 _EMBEDDED = "x-kubernetes-embedded-resource"
 _MISSING = object()
+_DUPLICATE = "FieldValueDuplicate"
 
 
 def in_version(
@@ -94,24 +96,105 @@ def prune(obj: dict[str, Any], schema: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def apply_schema(
-    obj: dict[str, Any], schema: dict[str, Any] | None, dropped: list[str] | None = None
+    obj: dict[str, Any],
+    schema: dict[str, Any] | None,
+    dropped: list[str] | None = None,
+    old: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], list[Cause]]:
     """Prune and default ``obj`` (a new object is returned) and list schema violations;
-    the paths of the fields pruned are appended to ``dropped`` when given."""
+    the paths of the fields pruned are appended to ``dropped`` when given.
+
+    ``old`` is the stored object of an update: its violations ratchet, as kube-apiserver's
+    (1.30+, ``CRDValidationRatcheting``) do: a value equal to the one it replaces (the old
+    value at the same field, the same key of a map, the item of a ``map`` list with the
+    same keys; a list of another type as a whole, not item by item) is not checked again,
+    so an object stored before its CRD's schema was tightened may still be updated where it
+    keeps its old values; and the uniqueness of ``set`` and ``map`` lists is checked only
+    when the old object kept it."""
     if not schema:
         return obj, []
     out = _default(_prune(obj, schema, root=True, dropped=dropped), schema, root=True)
     causes: list[Cause] = []
+    if old is not None and unchanged(out, old, schema):
+        return out, causes
+    olds: dict[str, Any] = old if old is not None else {}
     for key, value in out.items():
         if key in _ROOT_KEEP:
             continue
         sub = (schema.get("properties") or {}).get(key)
         if sub is not None:
-            _validate(value, sub, key, causes)
+            _validate(value, sub, key, causes, olds.get(key, _MISSING))
     for req in schema.get("required") or ():
         if req not in out and req not in _ROOT_KEEP:
             causes.append(("FieldValueRequired", req, f"{req}: Required value"))
+    if old is not None and any(c[0] == _DUPLICATE for c in causes):
+        _, before = apply_schema(old, schema)
+        if any(c[0] == _DUPLICATE for c in before):
+            # apiextensions' strategy: ValidateListSetsAndMaps of the new object only when
+            # the old one passes it
+            causes = [c for c in causes if c[0] != _DUPLICATE]
     return out, causes
+
+
+def _same(a: Any, b: Any) -> bool:
+    """``reflect.DeepEqual`` of two decoded JSON values: the order of an object's keys
+    does not count, a value's type does (``1``, ``1.0`` and ``true`` differ)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(v, b[k]) for k, v in a.items())
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def unchanged(value: Any, old: Any, schema: dict[str, Any]) -> bool:
+    """Whether ``value`` equals ``old``, the value it replaces, as kube-apiserver's ratcheting
+    tells (``common.CorrelatedObject.CachedDeepEqual``): a ``map`` list item by item, matched
+    by their keys (so in any order); an object key by key, where a key its schema does not
+    declare (a field kept unknown, metadata's) makes it unequal; other lists and scalars as
+    ``reflect.DeepEqual`` does (`_same`)."""
+    if value is None or old is None:
+        return value is None and old is None
+    if isinstance(value, list) and isinstance(old, list):
+        if len(value) != len(old):
+            return False
+        items = schema.get("items")
+        if schema.get("x-kubernetes-list-type") != "map" or not isinstance(items, dict):
+            return _same(value, old)
+        return all(
+            o is not _MISSING and unchanged(v, o, items)
+            for v, o in zip(value, _old_items(value, old, schema), strict=True)
+        )
+    if isinstance(value, dict) and isinstance(old, dict):
+        if len(value) != len(old):
+            return False
+        props = schema.get("properties") or {}
+        additional = schema.get("additionalProperties")
+        for k, v in value.items():
+            sub = props.get(k, additional if isinstance(additional, dict) else None)
+            if k not in old or not isinstance(sub, dict) or not unchanged(v, old[k], sub):
+                return False
+        return True
+    return _same(value, old)
+
+
+def _old_items(value: list[Any], old: Any, schema: dict[str, Any]) -> list[Any]:
+    """The old value each item of the list ``value`` is correlated with (`_MISSING` where
+    none), as kube-apiserver's ratcheting (``common.CorrelatedObject``) correlates them: a
+    ``map`` list's items by their keys; the items of any other list (``set``, ``atomic``,
+    or no list type, which is atomic) not at all (the list is, as a whole)."""
+    if not isinstance(old, list) or schema.get("x-kubernetes-list-type") != "map":
+        return [_MISSING] * len(value)
+    names = schema.get("x-kubernetes-list-map-keys") or []
+
+    def key(item: Any) -> bytes:
+        return _json.dumps([item.get(k) for k in names] if isinstance(item, dict) else None)
+
+    by_key: dict[bytes, Any] = {}
+    for item in old:
+        by_key.setdefault(key(item), item)
+    return [by_key.get(key(v), _MISSING) for v in value]
 
 
 def _prune(
@@ -338,7 +421,14 @@ def _matches_pattern(pattern: Any, value: str) -> bool:
         return False
 
 
-def _validate(value: Any, schema: dict[str, Any], path: str, causes: list[Cause]) -> None:
+def _validate(
+    value: Any, schema: dict[str, Any], path: str, causes: list[Cause], old: Any = _MISSING
+) -> None:
+    """Append to ``causes`` what ``schema`` refuses of ``value`` at ``path``; nothing when
+    ``value`` equals ``old``, the value it replaces in an update (ratcheting)."""
+    if old is not _MISSING and unchanged(value, old, schema):
+        return
+
     def bad(why: str, reason: str = "FieldValueInvalid") -> None:
         causes.append((reason, path, f"{path}: Invalid value: {_show(value)}: {why}"))
 
@@ -434,15 +524,14 @@ def _validate(value: Any, schema: dict[str, Any], path: str, causes: list[Cause]
             causes.append(_too_many(path, len(value), schema["maxItems"]))
         items = schema.get("items")
         if isinstance(items, dict):
+            olds = _old_items(value, old, schema)
             for i, v in enumerate(value):
-                _validate(v, items, f"{path}[{i}]", causes)
+                _validate(v, items, f"{path}[{i}]", causes, olds[i])
         list_type = schema.get("x-kubernetes-list-type")
         if list_type == "set":
             for i in _repeats(value):
                 at = f"{path}[{i}]"
-                causes.append(
-                    ("FieldValueDuplicate", at, f"{at}: Duplicate value: {_dup(value[i])}")
-                )
+                causes.append((_DUPLICATE, at, f"{at}: Duplicate value: {_dup(value[i])}"))
         elif list_type == "map" and all(isinstance(v, dict | None) for v in value):
             names = schema.get("x-kubernetes-list-map-keys") or []
             keys = [
@@ -450,21 +539,20 @@ def _validate(value: Any, schema: dict[str, Any], path: str, causes: list[Cause]
             ]
             for i in _repeats(keys):
                 at = f"{path}[{i}]"
-                causes.append(
-                    ("FieldValueDuplicate", at, f"{at}: Duplicate value: {_dup(keys[i])}")
-                )
+                causes.append((_DUPLICATE, at, f"{at}: Duplicate value: {_dup(keys[i])}"))
     elif isinstance(value, dict):
         props = schema.get("properties") or {}
         additional = schema.get("additionalProperties")
         if schema.get(_EMBEDDED) is True:
             _embedded_errors(value, path, causes)
+        old_map = old if isinstance(old, dict) else {}
         for k, v in value.items():
             sub = props.get(k)
             if sub is not None:
                 # kube-openapi names a property of the value validated "k", not ".k"
-                _validate(v, sub, f"{path}.{k}" if path else k, causes)
+                _validate(v, sub, f"{path}.{k}" if path else k, causes, old_map.get(k, _MISSING))
             elif isinstance(additional, dict):
-                _validate(v, additional, f"{path}.{k}", causes)
+                _validate(v, additional, f"{path}.{k}", causes, old_map.get(k, _MISSING))
         for req in schema.get("required") or ():
             if req not in value:
                 causes.append(

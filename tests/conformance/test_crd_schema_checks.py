@@ -312,6 +312,45 @@ def test_bad_defaults_of_every_version_are_named_in_one_refusal(
     ]
 
 
+def test_a_crd_whose_default_its_own_cel_rules_refuse_is_invalid(
+    api: ApiClient, fresh_group: str
+) -> None:
+    # defaulting.ValidateDefaults evaluates a default with the CEL rules of its node and of
+    # the nodes under it: a parent's default is refused for a child's rule, at its field
+    size = {
+        "type": "integer",
+        "default": 1,
+        "x-kubernetes-validations": [{"rule": "self > 5", "message": "size must exceed 5"}],
+    }
+    spans = {
+        "type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "self.min <= self.max", "message": "min must not exceed max"}
+        ],
+        "properties": {"min": {"type": "integer"}, "max": {"type": "integer"}},
+        "default": {"min": 10, "max": 5},
+    }
+    fine = {
+        "type": "integer",
+        "default": 7,
+        "x-kubernetes-validations": [
+            {"rule": "self > 5"},
+            {"rule": "self == oldSelf", "message": "immutable"},
+        ],
+    }
+    manifest = _crd(fresh_group, {"size": size, "span": spans, "fine": fine})
+    spec = manifest["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec["default"] = {"size": 2}
+    with raises_status(422, "Invalid") as status:
+        client.ApiextensionsV1Api(api).create_custom_resource_definition(manifest)
+    at = "spec.versions[0].schema.openAPIV3Schema.properties[spec]"
+    assert sorted((c["field"], c["message"]) for c in status["details"]["causes"]) == [
+        (f"{at}.default.size", 'Invalid value: "integer": size must exceed 5'),
+        (f"{at}.properties[size].default", 'Invalid value: "integer": size must exceed 5'),
+        (f"{at}.properties[span].default", 'Invalid value: "object": min must not exceed max'),
+    ]
+
+
 def test_defaults_their_schema_accepts_are_accepted_and_given(
     api: ApiClient, custom: client.CustomObjectsApi, ns: str, fresh_group: str
 ) -> None:

@@ -97,6 +97,30 @@ def test_printer_columns_take_their_type_from_the_field() -> None:
     ]
 
 
+def test_printer_columns_of_metadata_take_its_types() -> None:
+    # metadata is `type: object` in the schema; its timestamps are dates, so `kubectl get`
+    # shows an age (5m) rather than the timestamp, as for kube-apiserver's own Age column
+    class Clock(Resource):
+        api_version: ClassVar[str] = "ops.example.com/v1"
+        kind: ClassVar[str] = "Clock"
+        crd_options: ClassVar[CRDOptions] = CRDOptions(
+            printer_columns=(
+                PrinterColumn(name="Age", json_path=".metadata.creationTimestamp"),
+                PrinterColumn(name="Deleted", json_path=".metadata.deletionTimestamp"),
+                PrinterColumn(name="Generation", json_path=".metadata.generation"),
+                PrinterColumn(name="Owner", json_path=".metadata.labels.owner"),
+            )
+        )
+
+    (version,) = generate_crd(Clock)["spec"]["versions"]
+    assert [(c["name"], c["type"]) for c in version["additionalPrinterColumns"]] == [
+        ("Age", "date"),
+        ("Deleted", "date"),
+        ("Generation", "integer"),
+        ("Owner", "string"),
+    ]
+
+
 def test_status_and_scale_subresources() -> None:
     (version,) = generate_crd(BackupV1)["spec"]["versions"]
     assert version["subresources"] == {
@@ -285,4 +309,48 @@ def test_a_default_its_own_field_refuses_is_an_error_naming_the_field(
     bad.api_version, bad.kind = "bad.example.com/v1", "Bad"
     with pytest.raises(CRDError) as err:
         generate_crd(bad)
+    assert str(err.value).startswith(said)
+
+
+class _Pool(Model):
+    replica_count: int = 1
+
+
+class _PoolStatus(Model):
+    ready_replicas: int = 0
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        (
+            CRDOptions(
+                printer_columns=(PrinterColumn(name="Ready", json_path=".status.ready_replicas"),)
+            ),
+            "Pool: printer column 'Ready': json_path: '.status.ready_replicas' names the field "
+            "'ready_replicas' by its Python name: paths name fields as the API does, "
+            "'.status.readyReplicas'",
+        ),
+        (
+            CRDOptions(scale=Scale(spec_replicas_path=".spec.replica_count")),
+            "Pool: Scale(spec_replicas_path=...): '.spec.replica_count' names the field",
+        ),
+        (
+            CRDOptions(selectable_fields=(".spec.replica_count",)),
+            "Pool: selectable field: '.spec.replica_count' names the field 'replica_count'",
+        ),
+    ],
+)
+def test_a_path_naming_a_field_by_its_python_name_is_an_error(
+    options: CRDOptions, said: str
+) -> None:
+    # the API server takes such a path: kubectl get shows an empty column, kubectl scale
+    # changes nothing (the field is pruned), a field selector matches nothing
+    pool = create_model(
+        "Pool", __base__=Resource, spec=(_Pool, _Pool()), status=(_PoolStatus | None, None)
+    )
+    pool.api_version, pool.kind = "pool.example.com/v1", "Pool"
+    pool.crd_options = options  # type: ignore[attr-defined]
+    with pytest.raises(CRDError) as err:
+        generate_crd(pool)
     assert str(err.value).startswith(said)

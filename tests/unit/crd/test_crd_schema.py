@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import enum
 from typing import Annotated, Any, ClassVar, Literal
 
 import pytest
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from mcruntime.client import Model, Resource
 from mcruntime.crd import (
@@ -250,12 +252,23 @@ class Pair(Resource):
     spec: tuple[int, str]
 
 
+class Priced(Resource):
+    api_version: ClassVar[str] = "example.com/v1"
+    kind: ClassVar[str] = "Priced"
+    spec: dict[str, decimal.Decimal]
+
+
 @pytest.mark.parametrize(
     ("cls", "message"),
     [
         (Tree, r"Tree: field spec\.children\[\*\]: model Node contains itself"),
         (Shape, r"Shape: field spec\[\*\]: the union integer \| boolean"),
         (Pair, r"Pair: field spec: tuples have no structural schema"),
+        (
+            Priced,
+            r"Priced: field spec\[\*\]: a Decimal has no structural schema \(pydantic reads it "
+            r"from a number or a string\): type it float, or str",
+        ),
     ],
 )
 def test_models_without_a_structural_schema_fail_naming_the_field(
@@ -281,6 +294,35 @@ def test_extra_schema_keywords_such_as_cel_rules_pass_through() -> None:
     assert spec["properties"]["max"]["x-kubernetes-validations"] == rules
 
 
+def test_a_fields_cel_rules_add_to_those_of_its_models_class() -> None:
+    # controller-gen keeps a type's XValidation rules and its field's: neither replaces the other
+    own = [{"rule": "self.min <= self.max", "message": "min must not exceed max"}]
+    window_rule = [{"rule": "self.max <= 100", "message": "max at most 100"}]
+    spare_rule = [{"rule": "self.max <= 10"}]
+
+    class Range(Model):
+        model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": own})
+        min: int = 0
+        max: int = 5
+
+    class Windows(Model):
+        window: Range = Field(Range(), json_schema_extra={"x-kubernetes-validations": window_rule})
+        spare: Range | None = Field(
+            None, json_schema_extra={"x-kubernetes-validations": spare_rule}
+        )
+        plain: Range = Range()
+
+    class Windowed(Resource):
+        api_version: ClassVar[str] = "example.com/v1"
+        kind: ClassVar[str] = "Windowed"
+        spec: Windows
+
+    props = openapi_schema(Windowed)["properties"]["spec"]["properties"]
+    assert props["window"]["x-kubernetes-validations"] == own + window_rule
+    assert props["spare"]["x-kubernetes-validations"] == own + spare_rule
+    assert props["plain"]["x-kubernetes-validations"] == own
+
+
 class Port(Model):
     container_port: int
     protocol: str = "TCP"
@@ -303,3 +345,165 @@ def test_list_map_keys_name_the_items_fields_on_the_wire_or_fail_naming_the_key(
     assert ports["x-kubernetes-list-map-keys"] == ["containerPort", "protocol"]
     with pytest.raises(CRDError, match=r"Misnamed: field spec\[\*\]: ListType\('map'\) key 'port'"):
         openapi_schema(Misnamed)
+
+
+def test_a_list_map_key_that_may_be_missing_fails_naming_the_key() -> None:
+    # kube-apiserver refuses the CRD ("this property is in x-kubernetes-list-map-keys, so it
+    # must have a default or be a required property"): the generator says it first
+    class Route(Model):
+        host: str | None = None
+        path: str = "/"
+
+    class Routed(Resource):
+        api_version: ClassVar[str] = "example.com/v1"
+        kind: ClassVar[str] = "Routed"
+        spec: Annotated[list[Route], ListType("map", keys=("host", "path"))]
+
+    with pytest.raises(
+        CRDError,
+        match=r"Routed: field spec: ListType\('map'\) key 'host' must be a required field "
+        r"or have a default",
+    ):
+        openapi_schema(Routed)
+
+
+def test_a_default_factory_s_value_is_not_baked_into_a_parent_s_default() -> None:
+    # default_factory means "nothing the server could fill in"; a parent model's default
+    # (`= Job()`) must not carry the one value the factory made when the CRD was generated
+    # (every object would get the same token, and every generation a different CRD)
+    serial = iter(range(100))
+
+    class Step(Model):
+        token: str = Field(default_factory=lambda: f"t{next(serial)}")
+        size: int = 1
+
+    class JobSpec(Model):
+        token: str = Field(default_factory=lambda: f"t{next(serial)}")
+        size: int = 1
+        first: Step = Step()
+        steps: list[Step] = [Step(), Step(token="fixed")]
+        named: Step = Step(token="chosen")
+
+    class Job(Resource):
+        api_version: ClassVar[str] = "example.com/v1"
+        kind: ClassVar[str] = "Job"
+        spec: JobSpec = JobSpec()
+
+    spec = openapi_schema(Job)["properties"]["spec"]
+    assert spec["default"] == {
+        "size": 1,
+        "first": {"size": 1},
+        "steps": [{"size": 1}, {"token": "fixed", "size": 1}],
+        "named": {"token": "chosen", "size": 1},
+    }
+    assert "default" not in spec["properties"]["token"]
+    assert openapi_schema(Job) == openapi_schema(Job)  # the same CRD every time
+
+
+def test_a_naive_datetime_default_is_an_error_naming_the_field() -> None:
+    # kube-apiserver refuses a date-time without a timezone ("... in body must be of type
+    # date-time"), so a CRD with one as a default would be refused at install
+    class Window(Model):
+        opens: datetime.datetime = datetime.datetime(2024, 1, 1)
+
+    class Windowed(Resource):
+        api_version: ClassVar[str] = "example.com/v1"
+        kind: ClassVar[str] = "Windowed"
+        spec: Window
+
+    with pytest.raises(CRDError, match=r"Windowed: field spec\.opens: its default "):
+        openapi_schema(Windowed)
+
+    class Late(Model):
+        opens: datetime.datetime
+
+    class Held(Resource):
+        api_version: ClassVar[str] = "example.com/v1"
+        kind: ClassVar[str] = "Held"
+        spec: Late = Late(opens=datetime.datetime(2024, 1, 1))
+
+    with pytest.raises(CRDError, match=r"Held: field spec: its default .* at opens"):
+        openapi_schema(Held)
+
+    class Aware(Model):
+        opens: datetime.datetime = datetime.datetime(2024, 1, 1, tzinfo=datetime.UTC)
+        local: datetime.datetime = datetime.datetime(
+            2024, 1, 1, tzinfo=datetime.timezone(datetime.timedelta(hours=2))
+        )
+
+    class Fine(Resource):
+        api_version: ClassVar[str] = "example.com/v1"
+        kind: ClassVar[str] = "Fine"
+        spec: Aware = Aware()
+
+    assert openapi_schema(Fine)["properties"]["spec"]["default"] == {
+        "opens": "2024-01-01T00:00:00Z",
+        "local": "2024-01-01T00:00:00+02:00",
+    }
+
+
+def test_a_list_type_the_api_server_refuses_fails_naming_the_field() -> None:
+    class Item(Model):
+        name: str
+
+    class Sets(Resource):
+        api_version: ClassVar[str] = "example.com/v1"
+        kind: ClassVar[str] = "Sets"
+        spec: Annotated[list[Item], ListType("set")]
+
+    class Mapped(Resource):
+        api_version: ClassVar[str] = "example.com/v1"
+        kind: ClassVar[str] = "Mapped"
+        spec: Annotated[dict[str, str], ListType("atomic")]
+
+    with pytest.raises(CRDError, match=r"Sets: field spec: ListType\('set'\) holds scalars"):
+        openapi_schema(Sets)
+    with pytest.raises(
+        CRDError, match=r"Mapped: field spec: ListType\('atomic'\) marks a list, and this field"
+    ):
+        openapi_schema(Mapped)
+
+
+def test_a_secret_default_is_an_error_naming_the_field() -> None:
+    # pydantic writes a SecretStr default as its mask: every object would get "**********"
+    # (and the secret itself has no place in a CRD, which whoever may read CRDs reads)
+    class Login(Model):
+        user: str = "admin"
+        password: SecretStr = SecretStr("hunter2")
+
+    class Site(Resource):
+        api_version: ClassVar[str] = "example.com/v1"
+        kind: ClassVar[str] = "Site"
+        spec: Login
+
+    with pytest.raises(CRDError, match=r"Site: field spec\.password: its default holds a secret"):
+        openapi_schema(Site)
+
+    class Held(Resource):
+        api_version: ClassVar[str] = "example.com/v1"
+        kind: ClassVar[str] = "Held"
+        spec: dict[str, SecretStr] = {"db": SecretStr("hunter2")}
+
+    with pytest.raises(CRDError, match=r"Held: field spec: its default holds a secret at db"):
+        openapi_schema(Held)
+
+
+def test_an_embedded_resource_default_without_its_kind_is_an_error() -> None:
+    # kube-apiserver: "default.apiVersion: Required value", "default.kind: Required value"
+    class Templated(Resource):
+        api_version: ClassVar[str] = "example.com/v1"
+        kind: ClassVar[str] = "Templated"
+        spec: Annotated[dict[str, Any], EmbeddedResource] = {}
+
+    with pytest.raises(CRDError, match=r"Templated: field spec: its default \{\} is not a Kub"):
+        openapi_schema(Templated)
+
+    class Given(Resource):
+        api_version: ClassVar[str] = "example.com/v1"
+        kind: ClassVar[str] = "Given"
+        spec: Annotated[dict[str, Any], EmbeddedResource] = {"apiVersion": "v1", "kind": "Pod"}
+        other: Annotated[dict[str, Any], EmbeddedResource] = Field(default_factory=dict)
+
+    props = openapi_schema(Given)["properties"]
+    assert props["spec"]["default"] == {"apiVersion": "v1", "kind": "Pod"}
+    assert "default" not in props["other"]

@@ -313,7 +313,39 @@ def test_an_unchanged_node_s_failure_is_a_warning_on_update_ratcheting() -> None
     causes, warnings = rules.validate({**obj(n=7), "metadata": {"name": "a"}}, old, ratchet=True)
     assert causes == []
     assert warnings == ['spec: Invalid value: "object": failed rule: self.n < 5']
-    assert rules.validate(obj(n=7), old, ratchet=False)[0] != []  # a status write: no ratchet
+    assert rules.validate(obj(n=7), old, ratchet=False)[0] != []  # without ratcheting
+
+
+def test_ratcheting_tells_unchanged_values_as_kube_apiserver_s_correlated_object() -> None:
+    # a map list reordered is unchanged (its items match by key): its failing rule warns;
+    # an object holding keys its schema does not declare is never unchanged: its rule fails
+    ports = {
+        "type": "array",
+        "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["name"],
+        "x-kubernetes-validations": [{"rule": "self.size() <= 1", "message": "one port"}],
+        "items": {
+            "type": "object",
+            "required": ["name"],
+            "properties": {"name": {"type": "string"}, "port": {"type": "integer"}},
+        },
+    }
+    free = {
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": True,
+        "x-kubernetes-validations": [{"rule": "self.size() <= 1", "message": "one key"}],
+    }
+    rules = _cel_rules.build(
+        schema([], {"type": "object", "properties": {"ports": ports, "free": free}})
+    )
+    assert rules is not None
+    two = [{"name": "a", "port": 1}, {"name": "b", "port": 2}]
+    old = obj(ports=two, free={"x": 1, "y": 2})
+    causes, warnings = rules.validate(
+        obj(ports=two[::-1], free={"x": 1, "y": 2}), old, ratchet=True
+    )
+    assert [c[2] for c in causes] == ['spec.free: Invalid value: "object": one key']
+    assert warnings == ['spec.ports: Invalid value: "array": one port']
 
 
 def test_optional_old_self_runs_on_create_with_an_empty_optional() -> None:

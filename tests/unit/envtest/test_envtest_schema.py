@@ -190,3 +190,81 @@ def test_list_map_duplicates_show_their_keys_as_go_does(items: list, shown: str)
     assert causes == [("FieldValueDuplicate", "spec.m[1]", f"spec.m[1]: Duplicate value: {shown}")]
     _, causes = apply_schema(_obj(m=[{"k": 1}, {"k": 1.5}, {"k": "1"}, {"k": True}]), schema)
     assert causes == []
+
+
+def test_duplicates_in_sets_are_checked_on_update_only_when_the_old_object_had_none() -> None:
+    # apiextensions' strategy runs ValidateListSetsAndMaps on the new object of an update
+    # only when the old one passes it (a CRD that made a list a set keeps its old objects
+    # writable); the other checks of a changed value still apply
+    schema = {
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {
+                    "a": {
+                        "type": "array",
+                        "x-kubernetes-list-type": "set",
+                        "items": {"type": "string"},
+                    },
+                    "b": {
+                        "type": "array",
+                        "x-kubernetes-list-type": "set",
+                        "items": {"type": "string"},
+                    },
+                    "n": {"type": "integer", "maximum": 3},
+                },
+            }
+        },
+    }
+    clean = _obj(a=["x"], b=["y"], n=1)
+    duplicated = {**clean, "spec": {**clean["spec"], "b": ["y", "y"]}}
+    _, causes = apply_schema(duplicated, schema, old=clean)
+    assert causes == [("FieldValueDuplicate", "spec.b[1]", 'spec.b[1]: Duplicate value: "y"')]
+    old = _obj(a=["x", "x"], b=["y"], n=1)
+    _, causes = apply_schema(_obj(a=["x", "x"], b=["y", "y"], n=5), schema, old=old)
+    assert [c[1] for c in causes] == ["spec.n"]
+    _, causes = apply_schema(_obj(a=["x", "x"], b=["y", "y"], n=5), schema)  # a create
+    assert [c[1] for c in causes] == ["spec.a[1]", "spec.b[1]", "spec.n"]
+
+
+def test_ratcheting_compares_values_as_kube_apiservers_correlated_object_does() -> None:
+    # common.CorrelatedObject.CachedDeepEqual: a map list is equal to its old value when its
+    # items are, in any order; an object with a key its schema does not declare (kept
+    # unknown, or metadata's) is never equal, so the root's own checks are not ratcheted
+    schema = {
+        "type": "object",
+        "required": ["spec"],
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {
+                    "ports": {
+                        "type": "array",
+                        "maxItems": 1,
+                        "x-kubernetes-list-type": "map",
+                        "x-kubernetes-list-map-keys": ["name"],
+                        "items": {
+                            "type": "object",
+                            "required": ["name"],
+                            "properties": {"name": {"type": "string"}, "port": {"type": "integer"}},
+                        },
+                    },
+                    "free": {
+                        "type": "object",
+                        "maxProperties": 1,
+                        "x-kubernetes-preserve-unknown-fields": True,
+                    },
+                },
+            },
+            "status": {"type": "object", "properties": {"phase": {"type": "string"}}},
+        },
+    }
+    ports = [{"name": "a", "port": 1}, {"name": "b", "port": 2}]
+    old = _obj(ports=ports, free={"x": 1, "y": 2})
+    _, causes = apply_schema(_obj(ports=ports[::-1], free={"x": 1, "y": 2}), schema, old=old)
+    assert [c[1] for c in causes] == ["spec.free"]  # the reordered ports pass as unchanged
+    # an object stored before `spec` was required, written back unchanged: still refused
+    bare = {"apiVersion": "x/v1", "kind": "X", "metadata": {"name": "n"}, "status": {}}
+    _, causes = apply_schema(bare, schema, old=bare)
+    assert causes == [("FieldValueRequired", "spec", "spec: Required value")]
