@@ -9,7 +9,8 @@ of its version's schema, as kube-apiserver's defaulter gives them after a non-em
 patch, and is pruned by its schema only when stored); then every matching
 validating webhook is called (at once); a refusal ends the request with the
 webhook's status, a failed call follows ``failurePolicy`` (Fail: 500
-InternalError; Ignore: skipped). A dry-run
+InternalError; Ignore: skipped). Each call is bounded by the hook's ``timeoutSeconds``, which
+its URL says (``?timeout=10s``), as kube-apiserver's dispatchers say it. A dry-run
 request is refused by a webhook whose ``sideEffects`` is not None or
 NoneOnDryRun. ``matchPolicy: Equivalent`` (the default) also matches other
 versions of the same resource: a custom resource is sent converted to the first
@@ -871,7 +872,11 @@ class Admission:
         uid = review["request"]["uid"]
         try:
             answer = await call_webhook(
-                hook.get("clientConfig"), review, float(timeout), self.api.server.name
+                hook.get("clientConfig"),
+                review,
+                float(timeout),
+                self.api.server.name,
+                tell_timeout=True,
             )
             resp = answer.get("response")
             if answer.get("kind") != "AdmissionReview" or not isinstance(resp, dict):

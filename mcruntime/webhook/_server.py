@@ -39,7 +39,7 @@ from urllib.parse import quote, unquote
 from mcruntime import _json
 from mcruntime._listen import bind_server, format_address
 from mcruntime._local import display_name
-from mcruntime._serving import Connections, DeadlineRequestHandler
+from mcruntime._serving import Connections, DeadlineRequestHandler, asked_timeout
 from mcruntime._streak import FailureStreaks
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.webhook._admission import (
@@ -84,6 +84,9 @@ MAX_BODY = 8 << 20
 #: request, or waiting for the next one, has a deadline too (`mcruntime._serving.READ_TIMEOUT`)
 IDLE_TIMEOUT = 30.0
 CLUSTERS_PREFIX = "/clusters/"
+#: the longest deadline a request's ``?timeout=`` gives its handler (unless ``request_timeout``
+#: is longer): kube-apiserver's most ``timeoutSeconds``
+MAX_ASKED_TIMEOUT = 30.0
 #: how long generated certificates (the CA and the serving certificate) are valid
 _GENERATED_VALIDITY = datetime.timedelta(days=365)
 #: generated certificates are renewed when this share of their validity has passed
@@ -140,11 +143,14 @@ class WebhookServerOptions:
     #: DNS names and IP addresses of a generated serving certificate
     hosts: tuple[str, ...] = DEFAULT_HOSTS
     ca_bundle_file: str | None = None
-    #: a handler taking longer is answered with an HTTP 504 (the API server's failurePolicy
-    #: decides, as when its own timeoutSeconds ends the call)
+    #: the deadline of a handler whose request says none: one taking longer is answered with
+    #: an HTTP 504 (the API server's failurePolicy decides, as when its own timeoutSeconds
+    #: ends the call). A request that says how long its API server waits (the ``?timeout=``
+    #: kube-apiserver adds to every admission call: the hook's ``timeoutSeconds``; none on a
+    #: conversion) gives its handler that long instead, up to 30 s (or this, if longer)
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     #: handlers running at once (requests beyond wait for a free worker); a hook whose
-    #: handler runs past ``request_timeout`` for one cluster on a quarter of them has that
+    #: handler runs past its deadline for one cluster on a quarter of them has that
     #: cluster's calls answered at once until one ends
     max_workers: int = 16
     #: opt-in: install webhook configurations (and CRD conversion) in every engaged cluster
@@ -626,24 +632,36 @@ class WebhookServer:
 
     def _serve(self, h: _Handler) -> None:
         h.status = None  # (a kept-alive connection's earlier request was answered)
-        cluster, path = _split_cluster(h.path.split("?", 1)[0])
+        target, _, query = h.path.partition("?")
+        cluster, path = _split_cluster(target)
+        deadline = self._deadline(query)
         with self._lock:
             hook = self._hooks.get(path)
         metrics = self.metrics
         if hook is None or metrics is None:  # (a path no hook has is not counted: unbounded)
-            self._answer(h, cluster, path, hook)
+            self._answer(h, cluster, path, hook, deadline)
             return
         started = time.monotonic()
         metrics.webhook_started(path)
         try:
-            self._answer(h, cluster, path, hook)
+            self._answer(h, cluster, path, hook, deadline)
         finally:
             known = self.cluster_known is None or self.cluster_known(cluster)
             metrics.webhook_served(
                 path, cluster if known else None, h.status, time.monotonic() - started
             )
 
-    def _answer(self, h: _Handler, cluster: str, path: str, hook: Hook | None) -> None:
+    def _deadline(self, query: str) -> float:
+        """The seconds a handler has for a request with URL query ``query``: what its API
+        server waits (``?timeout=``, which kube-apiserver sends on every admission call),
+        up to `MAX_ASKED_TIMEOUT` (or ``request_timeout`` if longer), else ``request_timeout``."""
+        own = self.options.request_timeout
+        asked = asked_timeout(query)
+        return own if asked is None else min(asked, max(own, MAX_ASKED_TIMEOUT))
+
+    def _answer(
+        self, h: _Handler, cluster: str, path: str, hook: Hook | None, deadline: float
+    ) -> None:
         length = _body_length(h)
         if length is None:
             return  # answered (400, 411 or 501), the connection closed
@@ -680,9 +698,9 @@ class WebhookServer:
                 h.send_json(200, errored(404, msg).review(uid))
             return
         if conversion:
-            self._convert(h, hook, cluster, review, uid)
+            self._convert(h, hook, cluster, review, uid, deadline)
         else:
-            self._admit(h, hook, cluster, review, uid)
+            self._admit(h, hook, cluster, review, uid, deadline)
 
     def _bad(self, h: _Handler, conversion: bool, uid: str, message: str) -> None:
         log.debug("webhook bad request: %s", message)
@@ -691,9 +709,11 @@ class WebhookServer:
         else:
             h.send_json(200, errored(400, message).review(uid))
 
-    def _run(self, fn: Callable[[], Any], path: str, cluster: str, late: str) -> Any:
-        """``fn()`` on a worker, within ``request_timeout``; past it, `_Late` with message
-        ``late``.
+    def _run(
+        self, fn: Callable[[], Any], path: str, cluster: str, late: str, deadline: float
+    ) -> Any:
+        """``fn()`` on a worker, within ``deadline`` seconds (`_deadline`); past it, `_Late`
+        with message ``late``.
 
         A handler past its deadline keeps its worker until it returns (a thread cannot be
         stopped). So that a handler hung for one cluster (on a call to it, say) cannot
@@ -710,12 +730,12 @@ class WebhookServer:
             calls = "1 earlier call" if overdue == 1 else f"{overdue} earlier calls"
             raise _Late(
                 f"webhook {path}: {calls} for cluster {display_name(cluster)} still "
-                f"run{'s' if overdue == 1 else ''} past the {self.options.request_timeout:g}s "
-                "deadline; answered at once until one ends"
+                f"run{'s' if overdue == 1 else ''} past the {deadline:g}s deadline; answered "
+                "at once until one ends"
             )
         future = executor.submit(fn)
         try:
-            return future.result(self.options.request_timeout)
+            return future.result(deadline)
         except FutureTimeout:
             if not future.cancel():  # it runs, and holds its worker until it returns
                 with self._overdue_lock:
@@ -735,7 +755,9 @@ class WebhookServer:
         """Say a handler's timeout once per streak (its cluster, path), not once per call."""
         self._streaks.failed(cluster, what, message, retry=retry)
 
-    def _admit(self, h: _Handler, hook: Hook, cluster: str, review: Any, uid: str) -> None:
+    def _admit(
+        self, h: _Handler, hook: Hook, cluster: str, review: Any, uid: str, deadline: float
+    ) -> None:
         try:
             request = AdmissionRequest.from_review(review, cluster)
         except (ValueError, TypeError) as exc:
@@ -747,7 +769,8 @@ class WebhookServer:
                 lambda: hook.handler.handle(request),
                 hook.path,
                 cluster,
-                f"webhook {hook.path} timed out after {self.options.request_timeout}s",
+                f"webhook {hook.path} timed out after {deadline:g}s",
+                deadline,
             )
         except Denied as exc:
             response = AdmissionResponse(False, exc.message, exc.code, exc.reason)
@@ -782,7 +805,9 @@ class WebhookServer:
             self._streaks.recovered(cluster, what, since=started)
         h.send_json(200, response.review(request.uid))
 
-    def _convert(self, h: _Handler, hook: Hook, cluster: str, review: Any, uid: str) -> None:
+    def _convert(
+        self, h: _Handler, hook: Hook, cluster: str, review: Any, uid: str, deadline: float
+    ) -> None:
         try:
             request = ConversionRequest.from_review(review, cluster)
         except (ValueError, TypeError) as exc:
@@ -809,7 +834,8 @@ class WebhookServer:
                 convert,
                 hook.path,
                 cluster,
-                f"conversion to {desired} timed out after {self.options.request_timeout}s",
+                f"conversion to {desired} timed out after {deadline:g}s",
+                deadline,
             )
         except ConversionError as exc:
             h.send_json(200, conversion_review(request.uid, None, str(exc)))

@@ -518,6 +518,8 @@ def test_a_webhook_slower_than_its_timeout_fails_the_request(
         core.create_namespaced_config_map(ns, cm(unique("cm")))
     assert err.value.status == 500
     assert "failed calling webhook" in err.value.body
+    # the call told the webhook how long it waits, as kube-apiserver's dispatcher does
+    assert '/slow?timeout=1s\\": ' in err.value.body, err.value.body
 
 
 def test_dry_run_requests_reach_webhooks_marked_dry_run_and_store_nothing(

@@ -127,6 +127,35 @@ def test_denied_and_exceptions_are_refusals_a_timeout_an_http_error_and_the_serv
     assert post(server, "/hook", review("fine"))[1]["response"]["allowed"] is True
 
 
+def test_a_handler_has_the_time_its_api_server_says_it_waits() -> None:
+    # kube-apiserver tells every admission webhook how long it waits (the hook's
+    # timeoutSeconds, ``?timeout=10s``): the handler has that long, not request_timeout
+    s = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0, request_timeout=0.3))
+    release = threading.Event()
+
+    def handle(req: AdmissionRequest) -> Any:
+        if req.name == "slow":
+            release.wait(0.8)  # past request_timeout, within what the API server waits
+        elif req.name == "hung":
+            release.wait(10)
+        return patched(req.obj or {}, req.obj or {})
+
+    s.register("/hook", handle)
+    s.start()
+    try:
+        status, body = post(s, "/hook?timeout=5s", review("slow"))
+        assert (status, body["response"]["allowed"]) == (200, True)
+        status, body = post(s, "/clusters/eu-1/hook?timeout=1s", review("hung"))
+        assert (status, body["message"]) == (504, "webhook /hook timed out after 1s")
+        # a request that says nothing (or nothing that is a duration) has request_timeout
+        for query in ("", "?timeout=soon", "?timeout=0s"):
+            status, body = post(s, f"/hook{query}", review("slow"))
+            assert (status, body["message"]) == (504, "webhook /hook timed out after 0.3s")
+    finally:
+        release.set()
+        s.stop()
+
+
 def test_a_handler_hung_for_one_cluster_holds_a_quarter_of_the_workers_at_most(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
