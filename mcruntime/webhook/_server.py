@@ -79,7 +79,13 @@ log = logging.getLogger("mcruntime.webhook")
 DEFAULT_PORT = 9443
 DEFAULT_REQUEST_TIMEOUT = 10.0
 DEFAULT_HOSTS = ("localhost", "127.0.0.1", "::1")
+#: the largest admission request read (controller-runtime's is 7 MiB)
 MAX_BODY = 8 << 20
+#: the largest conversion request read: kube-apiserver sends a whole page of a list in one
+#: ConversionReview (500 objects for an informer), which controller-runtime reads whatever
+#: its size; read a MiB at a time (`_read_body`), so memory grows only with what is sent
+MAX_CONVERSION_BODY = 512 << 20
+_BODY_CHUNK = 1 << 20
 #: a connection silent this many seconds (a read or a write) is closed; reading a whole
 #: request, or waiting for the next one, has a deadline too (`mcruntime._serving.READ_TIMEOUT`)
 IDLE_TIMEOUT = 30.0
@@ -225,9 +231,7 @@ class _Handler(DeadlineRequestHandler):
         length = _body_length(self)
         if length is None:
             return False
-        if length > MAX_BODY:
-            self.close_connection = True
-            self.send_json(413, {"message": f"request body larger than {MAX_BODY} bytes"})
+        if self.server.owner._too_large(self, length):
             return False
         return super().handle_expect_100()
 
@@ -665,11 +669,9 @@ class WebhookServer:
         length = _body_length(h)
         if length is None:
             return  # answered (400, 411 or 501), the connection closed
-        if length > MAX_BODY:
-            h.close_connection = True
-            h.send_json(413, {"message": f"request body larger than {MAX_BODY} bytes"})
+        if self._too_large(h, length):
             return
-        body = h.rfile.read(length) if length else b""
+        body = _read_body(h, length)
         if len(body) < length:  # the client closed before sending it all: nobody to answer
             h.close_connection = True
             return
@@ -701,6 +703,26 @@ class WebhookServer:
             self._convert(h, hook, cluster, review, uid, deadline)
         else:
             self._admit(h, hook, cluster, review, uid, deadline)
+
+    def _too_large(self, h: _Handler, length: int) -> bool:
+        """Whether the request's body, ``length`` bytes, is over the limit of its hook
+        (`MAX_CONVERSION_BODY` for a converter, else `MAX_BODY`): then it is answered 413,
+        its connection closed, and, for a hook and a cluster served, said once per streak (a
+        list the API server cannot convert fails until it is smaller)."""
+        cluster, path = _split_cluster(h.path.partition("?")[0])
+        with self._lock:
+            hook = self._hooks.get(path)
+        conversion = hook is not None and hook.converter is not None
+        limit = MAX_CONVERSION_BODY if conversion else MAX_BODY
+        if length <= limit:
+            return False
+        h.close_connection = True
+        message = f"request body of {length} bytes larger than {limit} bytes"
+        h.send_json(413, {"message": message})
+        if hook is not None and (self.cluster_known is None or self.cluster_known(cluster)):
+            what = f"{hook.path}: {'conversion' if conversion else 'admission'}"
+            self._streaks.failed(cluster, what, message, retry="answered 413")
+        return True
 
     def _bad(self, h: _Handler, conversion: bool, uid: str, message: str) -> None:
         log.debug("webhook bad request: %s", message)
@@ -853,6 +875,20 @@ class WebhookServer:
             return
         self._streaks.recovered(cluster, what, since=started)
         h.send_json(200, conversion_review(request.uid, out))
+
+
+def _read_body(h: _Handler, length: int) -> bytes:
+    """The ``length`` bytes of the request's body (fewer if the client closed first), read a
+    chunk at a time: a large length a client declares takes memory only as it is sent."""
+    parts: list[bytes] = []
+    left = length
+    while left > 0:
+        part = h.rfile.read(min(left, _BODY_CHUNK))
+        if not part:
+            break
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)
 
 
 def _body_length(h: _Handler) -> int | None:

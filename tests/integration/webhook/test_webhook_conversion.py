@@ -3,8 +3,10 @@ what a conversion that fails says, to the API server and in the log."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -92,16 +94,7 @@ class Failing(V1):
 def test_a_failing_conversion_names_its_object_and_is_logged_once_per_streak(
     make_envtest_server: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    server = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0))
-    server.register("/convert", converter=Converter(GROUP, "App", "v2", {"v1": Failing()}))
-    server.start()
-    try:
-        srv = make_envtest_server("local")
-        api = config.new_client_from_config_dict(srv.kubeconfig())
-        crd = apps_crd(webhook_conversion(server, "/convert"))
-        client.ApiextensionsV1Api(api).create_custom_resource_definition(crd)
-        custom = client.CustomObjectsApi(api)
-        wait_for(lambda: _served(custom), timeout=10, what="apps served")
+    with _converted_by(Failing(), make_envtest_server("local")) as custom:
         for name, labels in (("good", {}), ("bad", {"broken": "yes"})):
             meta = {"name": name, "labels": labels}
             app = {"apiVersion": f"{GROUP}/v2", "kind": "App", "metadata": meta, "spec": {}}
@@ -124,6 +117,22 @@ def test_a_failing_conversion_names_its_object_and_is_logged_once_per_streak(
         assert len(logged(caplog, logging.DEBUG, containing="still failing")) == 2
         custom.get_namespaced_custom_object(GROUP, "v1", "default", "apps", "good")
         assert logged(caplog, logging.INFO, containing="works again after 3 failed attempts")
+
+
+@contextlib.contextmanager
+def _converted_by(spoke: V1, srv: Any) -> Iterator[client.CustomObjectsApi]:
+    """A client of ``srv`` whose App CRD converts v1 to and from v2 by ``spoke``, served by a
+    webhook server of its own while the block runs."""
+    server = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0))
+    server.register("/convert", converter=Converter(GROUP, "App", "v2", {"v1": spoke}))
+    server.start()
+    try:
+        api = config.new_client_from_config_dict(srv.kubeconfig())
+        crd = apps_crd(webhook_conversion(server, "/convert"))
+        client.ApiextensionsV1Api(api).create_custom_resource_definition(crd)
+        custom = client.CustomObjectsApi(api)
+        wait_for(lambda: _served(custom), timeout=10, what="apps served")
+        yield custom
     finally:
         server.stop()
 
@@ -134,3 +143,20 @@ def _served(custom: client.CustomObjectsApi) -> bool:
         return True
     except client.ApiException:
         return False
+
+
+def test_a_list_whose_conversion_review_is_over_the_admission_limit_is_converted(
+    make_envtest_server: Any,
+) -> None:
+    # kube-apiserver sends a whole page of a list (an informer's 500 objects) in one
+    # ConversionReview: 36 objects of 256 KiB are 9 MiB, more than an admission request
+    with _converted_by(V1(), make_envtest_server("local")) as custom:
+        blob = "x" * (256 << 10)
+        for i in range(36):
+            meta = {"name": f"a{i}"}
+            spec = {"blob": blob}
+            app = {"apiVersion": f"{GROUP}/v2", "kind": "App", "metadata": meta, "spec": spec}
+            custom.create_namespaced_custom_object(GROUP, "v2", "default", "apps", app)
+        listed = custom.list_namespaced_custom_object(GROUP, "v1", "default", "apps")
+        assert len(listed["items"]) == 36
+        assert {o["spec"]["replicas"] for o in listed["items"]} == {1}

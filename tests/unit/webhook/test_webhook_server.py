@@ -242,10 +242,12 @@ def test_bad_requests_get_an_admission_review_error(
     assert why in answer["response"]["status"]["message"]
 
 
-def raw_post(server: WebhookServer, head: str, body: bytes = b"", *, trickle: int = 0) -> bytes:
-    """Send ``head`` (the lines after the request line) and ``body`` over TLS, then up to
-    ``trickle`` more bytes of body while the server reads; returns what the server answered
-    before closing the connection."""
+def raw_post(
+    server: WebhookServer, head: str, body: bytes = b"", *, trickle: int = 0, path: str = "/hook"
+) -> bytes:
+    """Send ``head`` (the lines after the request line) and ``body`` over TLS to ``path``, then
+    up to ``trickle`` more bytes of body while the server reads; returns what the server
+    answered before closing the connection."""
     import socket
 
     ctx = ssl.create_default_context(cadata=server.ca_bundle.decode())
@@ -253,7 +255,7 @@ def raw_post(server: WebhookServer, head: str, body: bytes = b"", *, trickle: in
         socket.create_connection(("127.0.0.1", server.port), timeout=10) as raw,
         ctx.wrap_socket(raw, server_hostname="127.0.0.1") as conn,
     ):
-        conn.sendall(f"POST /hook HTTP/1.1\r\nHost: x\r\n{head}\r\n".encode() + body)
+        conn.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\n{head}\r\n".encode() + body)
         chunk = b"x" * 65536
         with contextlib.suppress(OSError):
             for _ in range(trickle // len(chunk)):
@@ -284,6 +286,24 @@ def test_a_body_of_unknown_length_is_refused_at_once_not_read_until_the_client_s
     answer = raw_post(server, "Content-Type: application/json\r\n" + head, trickle=64 << 20)
     assert answer.startswith(f"HTTP/1.1 {status} ".encode()), answer[:200]
     assert time.monotonic() - started < 5
+
+
+def test_an_admission_request_over_its_limit_is_refused_and_said_once_per_streak(
+    server: WebhookServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # (the body declared, not sent: the server answers before reading it)
+    head = f"Content-Type: application/json\r\nContent-Length: {(8 << 20) + 1}\r\n"
+    with caplog.at_level("INFO", logger="mcruntime.webhook"):
+        for _ in range(2):
+            answer = raw_post(server, head, path="/clusters/eu-1/hook")
+            assert answer.startswith(b"HTTP/1.1 413 "), answer[:200]
+            assert answer.endswith(f'larger than {8 << 20} bytes"}}'.encode()), answer
+        assert post(server, "/clusters/eu-1/hook", review())[0] == 200
+    said = [r.getMessage() for r in caplog.records if r.levelname in ("WARNING", "INFO")]
+    assert len(said) == 2, said
+    assert said[0].startswith("cluster=eu-1 webhook: /hook: admission failed: request body of ")
+    assert "answered 413" in said[0]
+    assert "works again" in said[1]
 
 
 def test_a_request_trickled_after_the_handshake_is_cut_at_the_read_deadline(
