@@ -20,6 +20,7 @@ timeout. All end when the server stops.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import logging
 import os
@@ -28,8 +29,8 @@ import ssl
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
 from pathlib import Path
@@ -343,6 +344,10 @@ class WebhookServer:
         #: handler runs past ``request_timeout`` still holding a worker, per (path, cluster)
         self._overdue: dict[tuple[str, str], int] = {}
         self._overdue_lock = threading.Lock()
+        #: the handler runs on the workers, and their (path, cluster); guarded by _overdue_lock
+        self._runs: dict[Future[Any], tuple[str, str]] = {}
+        #: done when the server stops: what waits for a handler's answer waits no more
+        self._stopping: Future[None] = Future()
 
     # -- registration ------------------------------------------------------------------
 
@@ -482,6 +487,7 @@ class WebhookServer:
             http, thread, executor = self._http, self._serve_thread, self._executor
         deadline = time.monotonic() + timeout
         self._running.clear()
+        self._stopping.set_result(None)
         self._certs_stop.set()
         if self._certs_thread is not None:
             self._certs_thread.join(max(0.1, deadline - time.monotonic()))
@@ -497,7 +503,25 @@ class WebhookServer:
             t.join(max(0.1, deadline - time.monotonic()))
         if executor is not None:
             executor.shutdown(wait=False, cancel_futures=True)
+        self._say_runs_left()
         log.info("webhook server stopped")
+
+    def _say_runs_left(self) -> None:
+        """Say which handlers still run as the server stops: their callers are gone, but a
+        thread cannot be stopped, so each keeps its worker's thread until it returns."""
+        with self._overdue_lock:
+            left = sorted(where for f, where in self._runs.items() if not f.done())
+        if not left:
+            return
+        log.warning(
+            "webhook server stopping with %d handler%s still running (%s); %s thread%s when %s",
+            len(left),
+            "" if len(left) == 1 else "s",
+            ", ".join(f"{path} for cluster {display_name(cluster)}" for path, cluster in left),
+            "its" if len(left) == 1 else "their",
+            " ends" if len(left) == 1 else "s end",
+            "it returns" if len(left) == 1 else "they return",
+        )
 
     @property
     def running(self) -> bool:
@@ -755,15 +779,27 @@ class WebhookServer:
                 f"run{'s' if overdue == 1 else ''} past the {deadline:g}s deadline; answered "
                 "at once until one ends"
             )
-        future = executor.submit(fn)
         try:
-            return future.result(deadline)
-        except FutureTimeout:
-            if not future.cancel():  # it runs, and holds its worker until it returns
-                with self._overdue_lock:
-                    self._overdue[key] = self._overdue.get(key, 0) + 1
-                future.add_done_callback(lambda _: self._overdue_over(key))
-            raise _Late(late) from None
+            future = executor.submit(fn)
+        except RuntimeError:  # (shut down meanwhile)
+            raise _Stopping() from None
+        with self._overdue_lock:
+            self._runs[future] = key
+        future.add_done_callback(self._run_over)
+        wait_futures((future, self._stopping), deadline, return_when=FIRST_COMPLETED)
+        if future.done() and not future.cancelled():
+            return future.result()
+        if self._stopping.done():  # nobody waits for the answer now: the connection is cut
+            raise _Stopping()
+        if not future.cancel():  # it runs, and holds its worker until it returns
+            with self._overdue_lock:
+                self._overdue[key] = self._overdue.get(key, 0) + 1
+            future.add_done_callback(lambda _: self._overdue_over(key))
+        raise _Late(late)
+
+    def _run_over(self, future: Future[Any]) -> None:
+        with self._overdue_lock:
+            self._runs.pop(future, None)
 
     def _overdue_over(self, key: tuple[str, str]) -> None:
         with self._overdue_lock:
@@ -794,6 +830,8 @@ class WebhookServer:
                 f"webhook {hook.path} timed out after {deadline:g}s",
                 deadline,
             )
+        except _Stopping:
+            return _stopping(h)
         except Denied as exc:
             response = AdmissionResponse(False, exc.message, exc.code, exc.reason)
         except ViewError as exc:
@@ -862,6 +900,8 @@ class WebhookServer:
         except ConversionError as exc:
             h.send_json(200, conversion_review(request.uid, None, str(exc)))
             return
+        except _Stopping:
+            return _stopping(h)
         except _Late as exc:
             self._timed_out(cluster, what, str(exc), "answered as failed")
             h.send_json(200, conversion_review(request.uid, None, str(exc)))
@@ -922,6 +962,22 @@ def _overdue_limit(max_workers: int) -> int:
     """How many handler runs past their deadline one path and cluster may hold: a quarter
     of the workers (at least one), so a handler hung for one cluster leaves the rest."""
     return max(1, max_workers // 4)
+
+
+def _stopping(h: _Handler) -> None:
+    """Answer a request whose handler still runs as the server stops (its connection is
+    most likely cut already): 503, an HTTP error, so the hook's failurePolicy decides."""
+    h.close_connection = True
+    status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure"}
+    message = "the webhook server is stopping"
+    with contextlib.suppress(OSError):
+        h.send_json(
+            503, {**status, "message": message, "reason": "ServiceUnavailable", "code": 503}
+        )
+
+
+class _Stopping(Exception):
+    """The server stops while a request waits for its handler's answer."""
 
 
 class _Late(Exception):

@@ -342,6 +342,58 @@ def test_stop_ends_every_thread_of_the_server() -> None:
     assert not [t.name for t in mcruntime_threads() if t.name.startswith("mcruntime/webhook/")]
 
 
+def test_stop_does_not_wait_for_a_hung_handler_and_says_it_still_runs(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # a thread cannot be stopped: the hung handler keeps its worker until it returns, but
+    # nothing else waits for it (stop, the connection's thread), and the stop says so
+    s = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0, request_timeout=20))
+    entered, release = threading.Event(), threading.Event()
+
+    def hang(req: AdmissionRequest) -> Any:
+        entered.set()
+        release.wait(20)
+        return patched(req.obj or {}, req.obj or {})
+
+    s.register("/hook", hang)
+    s.start()
+    caller = threading.Thread(target=_post_quietly, args=(s,), name="test/caller")
+    caller.start()
+    try:
+        assert entered.wait(10)
+        with caplog.at_level("INFO", logger="mcruntime.webhook"):
+            began = time.monotonic()
+            s.stop()
+            assert time.monotonic() - began < 2
+        said = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+        assert said == [
+            "webhook server stopping with 1 handler still running (/hook for cluster eu-1); "
+            "its thread ends when it returns"
+        ]
+        wait_for(
+            lambda: (
+                not [t for t in mcruntime_threads() if t.name == "mcruntime/webhook/local/conn"]
+            ),
+            timeout=2,
+            what="the connection's thread ended",
+        )
+        assert not [r for r in caplog.records if "timed out" in r.getMessage()]
+    finally:
+        release.set()
+        caller.join(10)
+    wait_for(
+        lambda: not [t for t in mcruntime_threads() if t.name.startswith("mcruntime/webhook/")],
+        timeout=5,
+        what="the handler's thread ended once it returned",
+    )
+
+
+def _post_quietly(s: WebhookServer) -> None:
+    """Post a review for cluster eu-1, whatever comes of it (the server stops meanwhile)."""
+    with contextlib.suppress(OSError, http.client.HTTPException, ValueError):
+        post(s, "/clusters/eu-1/hook", review())
+
+
 def test_certificates_from_files_are_reloaded_when_they_change(tmp_path: Path) -> None:
     first = generate_certificates(["127.0.0.1"])
     first.write(tmp_path)
