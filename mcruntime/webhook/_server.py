@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
-from urllib.parse import quote, unquote
+from urllib.parse import quote, unquote, urlsplit
 
 from mcruntime import _json
 from mcruntime._listen import bind_server, format_address
@@ -130,7 +130,7 @@ class WebhookServerOptions:
     ``cert_dir/tls.key`` and reloaded when they change; the CA bundle written
     into webhook configurations comes from ``ca_file`` (default
     ``cert_dir/ca.crt``). Without ``cert_dir`` mcruntime generates a CA and a
-    serving certificate for ``hosts`` when the server starts, kept in memory (never
+    serving certificate for ``hosts`` and the host of ``url`` when the server starts, kept in memory (never
     on disk), valid a year and renewed at two thirds of it (the installed ``caBundle``
     follows); ``ca_bundle_file`` (if given) receives
     the CA bundle for whoever else needs it.
@@ -147,7 +147,8 @@ class WebhookServerOptions:
     cert_name: str = CERT_NAME
     key_name: str = KEY_NAME
     ca_file: str | None = None
-    #: DNS names and IP addresses of a generated serving certificate
+    #: DNS names and IP addresses of a generated serving certificate (the host of ``url`` is
+    #: added to them)
     hosts: tuple[str, ...] = DEFAULT_HOSTS
     ca_bundle_file: str | None = None
     #: the deadline of a handler whose request says none: one taking longer is answered with
@@ -424,7 +425,7 @@ class WebhookServer:
             opts = self.options
             if opts.cert_dir is None:
                 self._generated_at = time.monotonic()
-                gen = generate(list(opts.hosts), _GENERATED_VALIDITY)
+                gen = generate(_generated_hosts(opts), _GENERATED_VALIDITY)
                 self._ca_bundle = gen.ca_pem
                 self._generated = gen.context()  # in memory: a killed process leaves no key
                 self._tls_context = self._generated_context
@@ -586,7 +587,7 @@ class WebhookServer:
         while not self._certs_stop.wait(max(0.0, self._generated_at + renew - time.monotonic())):
             made = time.monotonic()
             try:
-                new = generate(list(self.options.hosts), _GENERATED_VALIDITY)
+                new = generate(_generated_hosts(self.options), _GENERATED_VALIDITY)
                 context = new.context()
             except Exception as exc:  # never ends the thread: tried again in a minute
                 log.warning(
@@ -915,6 +916,17 @@ class WebhookServer:
             return
         self._streaks.recovered(cluster, what, since=started)
         h.send_json(200, conversion_review(request.uid, out))
+
+
+def _generated_hosts(opts: WebhookServerOptions) -> list[str]:
+    """The names a generated serving certificate is for: ``hosts``, and the host of ``url``
+    (where the installed configurations send the API servers) if they do not name it."""
+    hosts = list(opts.hosts)
+    if opts.url:
+        host = urlsplit(opts.url).hostname
+        if host and host not in hosts:
+            hosts.append(host)
+    return hosts
 
 
 def _read_body(h: _Handler, length: int) -> bytes:

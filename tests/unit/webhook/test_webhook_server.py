@@ -394,6 +394,27 @@ def _post_quietly(s: WebhookServer) -> None:
         post(s, "/clusters/eu-1/hook", review())
 
 
+@pytest.mark.parametrize("host", ["webhooks.example.internal", "127.0.0.2", "::2"])
+def test_a_generated_certificate_is_valid_for_the_host_of_the_url(host: str) -> None:
+    # the installer sends every API server to ``url``: the certificate generated without
+    # cert_dir must be valid for its host, not only for the default hosts
+    import socket
+
+    netloc = f"[{host}]" if ":" in host else host
+    s = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0, url=f"https://{netloc}:9443"))
+    s.register("/hook", lambda req: patched(req.obj, req.obj))
+    s.start()
+    try:
+        ctx = ssl.create_default_context(cadata=s.ca_bundle.decode())
+        with (
+            socket.create_connection(("127.0.0.1", s.port), timeout=5) as raw,
+            ctx.wrap_socket(raw, server_hostname=host) as conn,
+        ):
+            assert conn.version() is not None  # the name verified
+    finally:
+        s.stop()
+
+
 def test_certificates_from_files_are_reloaded_when_they_change(tmp_path: Path) -> None:
     first = generate_certificates(["127.0.0.1"])
     first.write(tmp_path)
