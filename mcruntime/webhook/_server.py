@@ -834,7 +834,9 @@ class WebhookServer:
         except _Stopping:
             return _stopping(h)
         except Denied as exc:
-            response = AdmissionResponse(False, exc.message, exc.code, exc.reason)
+            response = AdmissionResponse(
+                False, exc.message, exc.code, exc.reason, warnings=exc.warnings
+            )
         except ViewError as exc:
             response = errored(400, str(exc))
         except _Late as exc:

@@ -21,6 +21,7 @@ from mcruntime.envtest import WaitTimeout, wait_for
 from mcruntime.webhook import (
     AdmissionRequest,
     Denied,
+    ValidatingHandler,
     WebhookServer,
     WebhookServerOptions,
     generate_certificates,
@@ -125,6 +126,32 @@ def test_denied_and_exceptions_are_refusals_a_timeout_an_http_error_and_the_serv
     assert (status, body["kind"], body["code"], body["reason"]) == (504, "Status", 504, "Timeout")
     assert body["message"] == "webhook /hook timed out after 0.5s"
     assert post(server, "/hook", review("fine"))[1]["response"]["allowed"] is True
+
+
+def test_the_warnings_of_a_denial_reach_the_api_server_with_it() -> None:
+    class Validator:
+        def validate_create(self, request: AdmissionRequest, obj: Any) -> list[str] | None:
+            raise Denied("spec.size: too big", code=422, warnings=["spec.size is deprecated"])
+
+        def validate_update(self, request: AdmissionRequest, old: Any, new: Any) -> None:
+            return None
+
+        def validate_delete(self, request: AdmissionRequest, obj: Any) -> None:
+            return None
+
+    s = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0))
+    s.register("/hook", ValidatingHandler("example.com/v1/Widget", Validator()))
+    s.start()
+    try:
+        resp = post(s, "/hook", review())[1]["response"]
+        assert (resp["allowed"], resp["status"]["message"], resp["status"]["code"]) == (
+            False,
+            "spec.size: too big",
+            422,
+        )
+        assert resp["warnings"] == ["spec.size is deprecated"]
+    finally:
+        s.stop()
 
 
 def test_a_handler_has_the_time_its_api_server_says_it_waits() -> None:
