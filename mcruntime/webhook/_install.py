@@ -27,8 +27,10 @@ Replicas (and the old and new pods of a rolling update) install the same
 objects, so each object records who holds it (annotation ``HOLDERS``). When a
 cluster leaves, a replica drops its hold and removes the object only if no
 other live replica holds it: nothing of the cluster remains once the last one
-is gone, and a replica that stops does not take the webhooks away from the
-others. Holds expire unless renewed, so a replica that died without a word
+is gone (but a CRD's conversion, which stays calling the webhook: strategy None
+would serve the CRD's other versions unconverted, and a write through one would
+lose the fields its schema lacks), and a replica that stops does not take the
+webhooks away from the others. Holds expire unless renewed, so a replica that died without a word
 stops counting. Whether another replica's hold expired is judged as client-go's
 leader election judges a Lease: from when this replica saw that hold last change,
 on its own monotonic clock, plus the hold's duration; never by comparing the
@@ -599,6 +601,7 @@ class Installer:
         deadline = time.monotonic() + self._server.options.install_timeout
         left: dict[str, str] = {}
         failed = False
+        kept: list[str] = []
         for item in sorted(state.installed):
             try:
                 others = self._release(rest, item, deadline)
@@ -614,6 +617,8 @@ class Installer:
                 continue
             if others:
                 left[item] = ", ".join(sorted(others))
+            elif item.startswith("crd:"):
+                kept.append(item[4:])
         state.installed.clear()
         self._holds.forget(name)  # (a next engagement installs after this removal)
         if left:
@@ -626,6 +631,15 @@ class Installer:
                 )
         elif not failed:  # (a failed removal was named above: not "removed")
             log.info("cluster=%s webhook configuration removed", display_name(name))
+        for crd in kept:
+            log.info(
+                "cluster=%s webhook: the conversion of CRD %s is left calling this webhook: "
+                "its other versions are not served until a converter serves them again "
+                "(strategy None would serve them unconverted, and a write through one would "
+                "lose the fields its schema lacks)",
+                display_name(name),
+                crd,
+            )
 
     def _release(self, rest: RESTClient, item: str, deadline: float) -> list[str]:
         """Drop this replica's hold on ``item``; remove it when nobody else holds it.
@@ -666,13 +680,14 @@ class Installer:
                         )
                     return list(held)
                 if crd:
+                    # the conversion stays: strategy None would serve the other versions
+                    # unconverted, and a client's write through one would store what its
+                    # schema keeps of the object (the fields it lacks lost); without the
+                    # webhook, they fail until a converter serves them again
                     rest.request(
                         "PATCH",
                         path,
-                        body={
-                            "metadata": {"resourceVersion": rv, "annotations": {HOLDERS: None}},
-                            "spec": {"conversion": {"strategy": "None", "webhook": None}},
-                        },
+                        body={"metadata": {"resourceVersion": rv, "annotations": {HOLDERS: None}}},
                         content_type=_MERGE,
                         timeout=_left(deadline),
                     )

@@ -1,5 +1,6 @@
-"""``with_converter`` on a single cluster: the manager points the CRD at its webhook and restores it at stop;
-what a conversion that fails says, to the API server and in the log."""
+"""``with_converter`` on a single cluster: the manager points the CRD at its webhook and leaves it so at
+stop (no data of another version lost meanwhile); what a conversion that fails says, to the API server
+and in the log."""
 
 from __future__ import annotations
 
@@ -40,13 +41,10 @@ def apps_crd(conversion: dict[str, Any] | None = None) -> dict[str, Any]:
     return versioned_crd(GROUP, "apps", "App", conversion=conversion)
 
 
-def test_the_crd_converts_through_the_managers_webhook_while_it_runs(
-    make_envtest_server: Any,
-) -> None:
-    srv = make_envtest_server("local")
+def _installing(srv: Any, crd: dict[str, Any]) -> tuple[WebhookServer, mcruntime.Manager]:
+    """``crd`` created in ``srv``, and a manager that installs its converter (``V1``) there."""
     api = config.new_client_from_config_dict(srv.kubeconfig())
-    ext = client.ApiextensionsV1Api(api)
-    ext.create_custom_resource_definition(apps_crd())
+    client.ApiextensionsV1Api(api).create_custom_resource_definition(crd)
     server = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0, install=True))
     mgr = mcruntime.Manager(
         srv.kubeconfig(), options=mcruntime.ManagerOptions(webhook_server=server)
@@ -54,6 +52,16 @@ def test_the_crd_converts_through_the_managers_webhook_while_it_runs(
     mcruntime.webhook_managed_by(mgr).for_(f"{GROUP}/v2/App").with_converter(
         "v2", {"v1": V1()}
     ).complete()
+    return server, mgr
+
+
+def test_the_crd_converts_through_the_managers_webhook_while_it_runs(
+    make_envtest_server: Any,
+) -> None:
+    srv = make_envtest_server("local")
+    api = config.new_client_from_config_dict(srv.kubeconfig())
+    ext = client.ApiextensionsV1Api(api)
+    server, mgr = _installing(srv, apps_crd())
     custom = client.CustomObjectsApi(api)
     with mgr:
         wait_for(
@@ -79,7 +87,52 @@ def test_the_crd_converts_through_the_managers_webhook_while_it_runs(
         assert custom.get_namespaced_custom_object(GROUP, "v1", "default", "apps", "a")["spec"] == {
             "replicas": 3
         }
-    assert ext.read_custom_resource_definition(f"apps.{GROUP}").spec.conversion.strategy == "None"
+    # left calling the webhook: see the next test
+    assert (
+        ext.read_custom_resource_definition(f"apps.{GROUP}").spec.conversion.strategy == "Webhook"
+    )
+
+
+def test_no_write_through_another_version_loses_data_while_the_manager_is_stopped(
+    make_envtest_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # a one-replica rolling update: the old manager stops before the new one installs.
+    # Were the conversion set back to None, a client writing an App through v1 meanwhile
+    # (a controller of v1, an old manifest) would store it pruned to v1's schema: v2's
+    # spec.scale lost. It fails instead until a converter serves v1 again
+    srv = make_envtest_server("local")
+    crd = apps_crd()
+    for version, spec in zip(crd["spec"]["versions"], V1_V2_SPECS, strict=True):
+        version["schema"] = {"openAPIV3Schema": {"type": "object", "properties": {"spec": spec}}}
+    server, mgr = _installing(srv, crd)
+    custom = client.CustomObjectsApi(config.new_client_from_config_dict(srv.kubeconfig()))
+    app = {"apiVersion": f"{GROUP}/v1", "kind": "App", "metadata": {"name": "a"}}
+    with caplog.at_level(logging.INFO, logger="mcruntime.webhook"), mgr:
+        wait_for(lambda: server.installed_clusters() == [""], timeout=15, what="installed")
+        custom.create_namespaced_custom_object(
+            GROUP, "v1", "default", "apps", {**app, "spec": {"replicas": 3}}
+        )
+    with pytest.raises(client.ApiException) as err:
+        custom.patch_namespaced_custom_object(
+            GROUP, "v1", "default", "apps", "a", {"metadata": {"labels": {"touched": "yes"}}}
+        )
+    assert err.value.status == 500
+    assert "conversion webhook for" in json.loads(err.value.body)["message"]
+    stored = custom.get_namespaced_custom_object(GROUP, "v2", "default", "apps", "a")
+    assert stored["spec"] == {"scale": {"replicas": 3}}
+    assert logged(caplog, logging.INFO, containing=f"conversion of CRD apps.{GROUP} is left")
+
+
+#: the spec of v1 (``replicas``) and of v2 (``scale.replicas``), as structural schemas
+V1_V2_SPECS = (
+    {"type": "object", "properties": {"replicas": {"type": "integer"}}},
+    {
+        "type": "object",
+        "properties": {
+            "scale": {"type": "object", "properties": {"replicas": {"type": "integer"}}}
+        },
+    },
+)
 
 
 class Failing(V1):
