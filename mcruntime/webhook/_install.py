@@ -40,7 +40,6 @@ differ neither drop each other's holds nor remove a configuration another holds.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import copy
 import datetime
@@ -428,10 +427,7 @@ class Installer:
             "failurePolicy": hook.failure_policy,
             "timeoutSeconds": hook.timeout_seconds,
             "rules": rules,
-            "clientConfig": {
-                "url": server.url_for(hook.path, name),
-                "caBundle": base64.b64encode(server.ca_bundle).decode(),
-            },
+            "clientConfig": _client_config(server, server.url_for(hook.path, name)),
             **hook.extra,
         }
 
@@ -488,10 +484,9 @@ class Installer:
             conversion = {
                 "strategy": "Webhook",
                 "webhook": {
-                    "clientConfig": {
-                        "url": self._server.url_for(h.path, name),
-                        "caBundle": base64.b64encode(self._server.ca_bundle).decode(),
-                    },
+                    "clientConfig": _client_config(
+                        self._server, self._server.url_for(h.path, name)
+                    ),
                     "conversionReviewVersions": ["v1"],
                 },
             }
@@ -839,6 +834,13 @@ class _Holds:
             with _live_lock:
                 return identity in _live
         return _running(pid)
+
+
+def _client_config(server: WebhookServer, url: str) -> dict[str, Any]:
+    """The ``clientConfig`` of a hook at ``url``: with the server's CA bundle, when it has
+    one (else the API servers' system trust roots verify it)."""
+    bundle = server._installed_ca_bundle()
+    return {"url": url} if bundle is None else {"url": url, "caBundle": bundle}
 
 
 def _where(cluster: str, obj: dict[str, Any]) -> tuple[str, str, str]:

@@ -20,6 +20,7 @@ timeout. All end when the server stops.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import datetime
 import logging
@@ -129,7 +130,8 @@ class WebhookServerOptions:
     With ``cert_dir`` the serving pair is read from ``cert_dir/tls.crt`` and
     ``cert_dir/tls.key`` and reloaded when they change; the CA bundle written
     into webhook configurations comes from ``ca_file`` (default
-    ``cert_dir/ca.crt``). Without ``cert_dir`` mcruntime generates a CA and a
+    ``cert_dir/ca.crt``; without that file, none is written: the API servers' system
+    trust roots verify the certificate). Without ``cert_dir`` mcruntime generates a CA and a
     serving certificate for ``hosts`` and the host of ``url`` when the server starts, kept in memory (never
     on disk), valid a year and renewed at two thirds of it (the installed ``caBundle``
     follows); ``ca_bundle_file`` (if given) receives
@@ -415,6 +417,18 @@ class WebhookServer:
             )
         return self._ca_bundle
 
+    def _installed_ca_bundle(self) -> str | None:
+        """The ``caBundle`` the installer writes (base64), or None when ``cert_dir`` has no
+        ``ca.crt`` and no ``ca_file`` is given: a certificate from a CA the API servers
+        trust (a public one), verified with their system trust roots, as kube-apiserver
+        does for a webhook without ``caBundle``. A ``ca_file`` given but missing is an error."""
+        self.bind()
+        if self._ca_watcher is not None and self.options.ca_file is None:
+            bundle = self._ca_watcher.bundle
+            if bundle is None:
+                return None
+        return base64.b64encode(self.ca_bundle).decode()
+
     def bind(self) -> None:
         """Set up certificates and bind the listening socket (done by ``start`` otherwise)."""
         with self._lock:
@@ -433,6 +447,15 @@ class WebhookServer:
                 cert_dir = opts.cert_dir
                 self._ca_watcher = CABundleWatcher(opts.ca_file or os.path.join(cert_dir, CA_NAME))
                 self._ca_bundle = self._ca_watcher.bundle
+                if self._ca_bundle is None and opts.ca_file is None and opts.install:
+                    log.info(
+                        "webhook: no %s in %s and no ca_file: the webhook configurations are "
+                        "installed without caBundle, so API servers verify the serving "
+                        "certificate with their system trust roots (a CA file that appears "
+                        "there later is installed)",
+                        CA_NAME,
+                        cert_dir,
+                    )
                 certs = CertWatcher(
                     os.path.join(cert_dir, opts.cert_name), os.path.join(cert_dir, opts.key_name)
                 )
