@@ -2,7 +2,8 @@
 
 Like kube-apiserver, on create, update, patch and delete: every webhook of
 every MutatingWebhookConfiguration (in name order) whose rules, scope,
-namespaceSelector and objectSelector match is called in turn and its JSON
+namespaceSelector, objectSelector and ``matchConditions`` (CEL, as `_policies` evaluates
+them) match is called in turn and its JSON
 patch applied (a built-in object then loses, silently, the fields its kind does
 not have, as decoding into its Go type does; a custom resource gets the defaults
 of its version's schema, as kube-apiserver's defaulter gives them after a non-empty
@@ -53,7 +54,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from mcruntime import _json, _patch
 from mcruntime._selectors import LabelSelector, SelectorError
-from mcruntime.envtest import _policies
+from mcruntime.envtest import _cel, _policies
 from mcruntime.envtest import _services as services
 from mcruntime.envtest._fields import drop_unknown_fields
 from mcruntime.envtest._http import Response
@@ -758,7 +759,34 @@ class Admission:
         except SelectorError as exc:
             log.warning("envtest: webhook %s has a bad selector: %s", hook.get("name"), exc)
             return None
+        if hook.get("matchConditions") and not self._conditions_hold(hook, call, chosen):
+            return None
         return chosen
+
+    def _conditions_hold(self, hook: dict[str, Any], call: _Call, sent: ServedResource) -> bool:
+        """Whether ``hook``'s ``matchConditions`` hold for ``call`` (kube-apiserver's
+        ``generic.Webhook.ShouldCallHook``): a false one skips the hook; one that fails to
+        evaluate skips it with ``failurePolicy: Ignore``, else refuses the request (403).
+        The objects are the request's, not converted to the version ``sent`` in."""
+        name = str(hook.get("name") or "")
+        if not _cel.available():
+            _cel.warn_missing_once(f"webhook {name}", "is called whatever its matchConditions say")
+            return True
+        request = {**self._request(call, sent), "dryRun": call.dry_run}
+        variables = {"object": call.obj, "oldObject": call.old, "request": request}
+        matched, errors = _policies.match_conditions(hook["matchConditions"], variables)
+        if not matched:
+            return False
+        if not errors:
+            return True
+        if hook.get("failurePolicy", "Fail") == "Ignore":
+            return False
+        res = call.res
+        why = _policies.aggregate(errors)
+        message = f'{res.qualified} "{call.name}" is forbidden: {why}'
+        if not call.name:
+            message = f"{res.qualified} is forbidden: {why}"
+        raise StatusError.forbidden(message, call.name, res.group, res.plural)
 
     @staticmethod
     def _labels(obj: dict[str, Any] | None) -> dict[str, str]:

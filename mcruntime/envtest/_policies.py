@@ -50,6 +50,8 @@ __all__ = [
     "POLICIES",
     "Denial",
     "Enforcer",
+    "aggregate",
+    "match_conditions",
     "default_binding",
     "default_policy",
     "policy_status",
@@ -520,22 +522,38 @@ def _run(expression: str, variables: dict[str, Any]) -> Any:
         raise _cel.EvalError(f"expression '{expression}' resulted in error: {e}") from None
 
 
-def _evaluate(spec: dict[str, Any], variables: dict[str, Any], fail: bool) -> list[_Decision]:
-    """The decisions of a policy's validations on one request (and param): none when a
-    match condition is false; one for an evaluation error of a match condition."""
+def match_conditions(conditions: Any, variables: dict[str, Any]) -> tuple[bool, list[str]]:
+    """Whether ``conditions`` (the ``matchConditions`` of a policy or a webhook) let a
+    request through, with ``variables`` (``object``, ``oldObject``, ``request``...): False at
+    the first that evaluates to false, else True with the errors of those that failed to
+    evaluate (kube-apiserver's ``matchconditions.Matcher``)."""
     errors: list[str] = []
-    for cond in spec.get("matchConditions") or ():
+    for cond in conditions or ():
         try:
             value = _run(str(cond.get("expression") or ""), variables)
         except _cel.EvalError as e:
             errors.append(str(e))
             continue
         if value is False:
-            return []
+            return False, []
+    return True, errors
+
+
+def aggregate(errors: list[str]) -> str:
+    """``errors`` as Go's ``utilerrors.NewAggregate(...).Error()`` words them."""
+    return errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
+
+
+def _evaluate(spec: dict[str, Any], variables: dict[str, Any], fail: bool) -> list[_Decision]:
+    """The decisions of a policy's validations on one request (and param): none when a
+    match condition is false; one for an evaluation error of a match condition."""
+    matched, errors = match_conditions(spec.get("matchConditions"), variables)
+    if not matched:
+        return []
     if errors:
         if not fail:
             return []
-        return [_Decision(True, errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]")]
+        return [_Decision(True, aggregate(errors))]
     composed: dict[str, Any] = {}
     failed: dict[str, str] = {}
     scope = {**variables, "variables": composed}

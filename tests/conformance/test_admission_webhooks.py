@@ -522,6 +522,55 @@ def test_a_webhook_slower_than_its_timeout_fails_the_request(
     assert '/slow?timeout=1s\\": ' in err.value.body, err.value.body
 
 
+def test_match_conditions_choose_which_requests_a_webhook_is_called_for(
+    hooks: Hooks, admission: Any, core: client.CoreV1Api, ns: str
+) -> None:
+    # (GA in 1.30) a webhook whose matchConditions do not all hold is not called
+    checked = "has(object.metadata.labels) && 'checked' in object.metadata.labels"
+    condition = {"name": "only-checked", "expression": checked}
+    admission(
+        hooks.config(
+            "ValidatingWebhookConfiguration",
+            unique("v"),
+            "/no-exec",  # refuses whatever it is called for
+            matchConditions=[condition],
+        )
+    )
+    core.create_namespaced_config_map(ns, cm(unique("cm")))
+    labelled = {"metadata": {"name": unique("cm"), "labels": {"checked": "yes"}}}
+    with pytest.raises(ApiException) as err:
+        core.create_namespaced_config_map(ns, labelled)
+    assert "exec is not allowed here" in err.value.body
+
+
+@pytest.mark.parametrize("policy", ["Fail", "Ignore"])
+def test_a_match_condition_that_fails_to_evaluate_follows_the_failure_policy(
+    hooks: Hooks, admission: Any, core: client.CoreV1Api, ns: str, policy: str
+) -> None:
+    broken = "object.data['missing'] == 'x'"  # no such key: an evaluation error
+    admission(
+        hooks.config(
+            "ValidatingWebhookConfiguration",
+            unique("v"),
+            "/no-exec",
+            failurePolicy=policy,
+            matchConditions=[{"name": "broken", "expression": broken}],
+        )
+    )
+    name = unique("cm")
+    if policy == "Ignore":  # the webhook is skipped
+        core.create_namespaced_config_map(ns, cm(name, a="b"))
+        return
+    with pytest.raises(ApiException) as err:  # refused without calling it
+        core.create_namespaced_config_map(ns, cm(name, a="b"))
+    status = json.loads(err.value.body)
+    assert (err.value.status, status["reason"]) == (403, "Forbidden")
+    assert status["message"].startswith(
+        f"configmaps \"{name}\" is forbidden: expression '{broken}' resulted in error: "
+    ), status["message"]
+    assert not hooks.seen["/no-exec"]
+
+
 def test_dry_run_requests_reach_webhooks_marked_dry_run_and_store_nothing(
     hooks: Hooks, admission: Any, core: client.CoreV1Api, ns: str
 ) -> None:
