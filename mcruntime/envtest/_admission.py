@@ -61,7 +61,7 @@ from mcruntime.envtest._http import Response
 from mcruntime.envtest._managedfields import SERVER_META
 from mcruntime.envtest._objects import NAMESPACES, WriteCheck, unchecked
 from mcruntime.envtest._schema import apply_defaults
-from mcruntime.envtest._status import StatusError
+from mcruntime.envtest._status import Causes, StatusError
 from mcruntime.envtest._warnings import lenient, warn
 from mcruntime.envtest._webhook_call import WebhookCallError, call_webhook
 
@@ -181,6 +181,11 @@ def validate_configuration(obj: dict[str, Any]) -> None:
                 f"{at}.clientConfig.url",
                 f"Invalid value: \"{cc['url']}\": 'https' is the only allowed URL scheme",
             )
+        conditions = Causes()
+        _policies.check_match_conditions(
+            conditions, hook.get("matchConditions"), f"{at}.matchConditions"
+        )
+        causes.extend(conditions.items)
     if causes:
         raise StatusError.invalid_causes(kind, name, GROUP, causes)
 

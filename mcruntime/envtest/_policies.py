@@ -51,6 +51,7 @@ __all__ = [
     "Denial",
     "Enforcer",
     "aggregate",
+    "check_match_conditions",
     "match_conditions",
     "default_binding",
     "default_policy",
@@ -131,6 +132,27 @@ def _compile(causes: Causes, field: str, expression: str) -> None:
         causes.invalid(field, go_string(expression), f"compilation failed: {e}")
 
 
+def check_match_conditions(causes: Causes, conditions: Any, at: str) -> None:
+    """Refuse the ``matchConditions`` (of a policy or a webhook, at field ``at``) that
+    kube-apiserver's ``validateMatchConditions`` refuses most often: a name missing or
+    repeated, an expression missing or that does not compile."""
+    names: set[str] = set()
+    for i, cond in enumerate(conditions or ()):
+        item = f"{at}[{i}]"
+        cond = cond if isinstance(cond, dict) else {}
+        expression = str(cond.get("expression") or "").strip()
+        if not expression:
+            causes.required(f"{item}.expression")
+        else:
+            _compile(causes, f"{item}.expression", expression)
+        name = str(cond.get("name") or "")
+        if not name:
+            causes.required(f"{item}.name")
+        elif name in names:
+            causes.add("FieldValueDuplicate", f"{item}.name", f"Duplicate value: {go_string(name)}")
+        names.add(name)
+
+
 def _check_rule(causes: Causes, rule: Any, at: str) -> None:
     if not isinstance(rule, dict):
         causes.invalid(at, "null", "must be an object")
@@ -196,21 +218,7 @@ def validate_policy(obj: dict[str, Any]) -> None:
         _check_match(causes, match, "spec.matchConstraints")
         if not match.get("resourceRules"):
             causes.required("spec.matchConstraints.resourceRules")
-    names: set[str] = set()
-    for i, cond in enumerate(spec.get("matchConditions") or ()):
-        at = f"spec.matchConditions[{i}]"
-        cond = cond if isinstance(cond, dict) else {}
-        expression = str(cond.get("expression") or "").strip()
-        if not expression:
-            causes.required(f"{at}.expression")
-        else:
-            _compile(causes, f"{at}.expression", expression)
-        name = str(cond.get("name") or "")
-        if not name:
-            causes.required(f"{at}.name")
-        elif name in names:
-            causes.add("FieldValueDuplicate", f"{at}.name", f"Duplicate value: {go_string(name)}")
-        names.add(name)
+    check_match_conditions(causes, spec.get("matchConditions"), "spec.matchConditions")
     for i, var in enumerate(spec.get("variables") or ()):
         at = f"spec.variables[{i}]"
         var = var if isinstance(var, dict) else {}

@@ -590,6 +590,14 @@ def test_dry_run_requests_reach_webhooks_marked_dry_run_and_store_nothing(
         ({"admissionReviewVersions": []}, "admissionReviewVersions"),
         ({"timeoutSeconds": 31}, "timeoutSeconds"),
         ({"clientConfig": {"url": "http://127.0.0.1:1/x"}}, "clientConfig.url"),
+        (
+            {"matchConditions": [{"name": "c", "expression": "object.metadata.name =="}]},
+            "matchConditions[0].expression",
+        ),
+        (
+            {"matchConditions": [{"name": "c", "expression": "true"}] * 2},
+            "matchConditions[1].name",
+        ),
     ],
 )
 def test_invalid_webhook_configurations_are_refused(
