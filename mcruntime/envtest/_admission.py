@@ -904,18 +904,17 @@ class Admission:
         review = self._review(call, sent, obj, old)
         uid = review["request"]["uid"]
         try:
-            answer = await call_webhook(
-                hook.get("clientConfig"),
-                review,
-                float(timeout),
-                self.api.server.name,
-                tell_timeout=True,
-            )
-            resp = answer.get("response")
-            if answer.get("kind") != "AdmissionReview" or not isinstance(resp, dict):
-                raise WebhookCallError("the response is not an AdmissionReview with a response")
-            if resp.get("uid") != uid:
-                raise WebhookCallError(f"expected response.uid={uid!r}, got {resp.get('uid')!r}")
+            try:
+                answer = await call_webhook(
+                    hook.get("clientConfig"),
+                    review,
+                    float(timeout),
+                    self.api.server.name,
+                    tell_timeout=True,
+                )
+            except WebhookCallError as exc:
+                raise WebhookCallError(f"failed to call webhook: {exc}") from None
+            resp = _verified(answer, uid, mutating)
             patch = self._patch(resp) if mutating and resp.get("allowed") else None
         except WebhookCallError as exc:
             if hook.get("failurePolicy", "Fail") == "Ignore":
@@ -926,7 +925,7 @@ class Admission:
             raise StatusError(
                 500,
                 "InternalError",
-                f'Internal error occurred: failed calling webhook "{name}": failed to call webhook: {exc}',
+                f'Internal error occurred: failed calling webhook "{name}": {exc}',
             ) from None
         for w in resp.get("warnings") or ():
             if isinstance(w, str):
@@ -969,17 +968,27 @@ class Admission:
 
     @staticmethod
     def _patch(resp: dict[str, Any]) -> list[Any] | None:
+        """The JSON patch of an allowed answer `_verified` took, as kube-apiserver's mutating
+        dispatcher reads it (decoded first, then its type checked); None without one."""
         raw = resp.get("patch")
         if not raw:
             return None
-        if resp.get("patchType") != "JSONPatch":
-            raise WebhookCallError(f"unsupported patchType {resp.get('patchType')!r}")
         try:
-            ops = _json.loads(base64.b64decode(raw, validate=True))
+            data = base64.b64decode(raw, validate=True)
         except (binascii.Error, ValueError):
-            raise WebhookCallError("response.patch is not base64-encoded JSON") from None
+            raise WebhookCallError("failed to call webhook: response.patch is not base64") from None
+        try:
+            ops = _json.loads(data)
+        except ValueError as exc:
+            raise WebhookCallError(
+                f"received undecodable patch in webhook response: {exc}"
+            ) from None
         if not isinstance(ops, list):
-            raise WebhookCallError("response.patch is not a JSON patch (an array)")
+            raise WebhookCallError(
+                "received undecodable patch in webhook response: not a JSON patch (an array)"
+            )
+        if resp.get("patchType") != "JSONPatch":
+            raise WebhookCallError(f'unsupported patch type "{resp.get("patchType")}"')
         return ops or None  # an empty patch leaves the object as it is, undecoded
 
     @staticmethod
@@ -995,6 +1004,41 @@ class Admission:
         else:
             message = f"{denied_by} without explanation"
         return StatusError(code, str(st.get("reason") or ""), message, st.get("details"))
+
+
+_REVIEW = "admission.k8s.io/v1, Kind=AdmissionReview"
+
+
+def _verified(answer: dict[str, Any], uid: str, mutating: bool) -> dict[str, Any]:
+    """The ``response`` of a webhook's ``answer`` to review ``uid``, refused as kube-apiserver's
+    ``VerifyAdmissionResponse`` refuses it (a call failure: ``failurePolicy`` decides): no
+    response, another uid or kind, a patch without its type (or the other way round), and
+    any patch from a validating webhook."""
+
+    def invalid(why: str) -> WebhookCallError:
+        return WebhookCallError(f"received invalid webhook response: {why}")
+
+    resp = answer.get("response")
+    if not isinstance(resp, dict):
+        raise invalid("webhook response was absent")
+    if resp.get("uid") != uid:
+        raise invalid(f'expected response.uid="{uid}", got "{resp.get("uid") or ""}"')
+    gvk = f"{answer.get('apiVersion') or ''}, Kind={answer.get('kind') or ''}"
+    if gvk != _REVIEW:
+        raise invalid(f"expected webhook response of {_REVIEW}, got {gvk}")
+    patch, patch_type = resp.get("patch"), resp.get("patchType")
+    if mutating:
+        if patch and patch_type is None:
+            raise invalid("webhook returned response.patch but not response.patchType")
+        if not patch and patch_type is not None:
+            raise invalid("webhook returned response.patchType but not response.patch")
+        if patch_type == "":
+            raise invalid('webhook returned invalid response.patchType of ""')
+    elif patch:
+        raise invalid("validating webhook may not return response.patch")
+    elif patch_type is not None:
+        raise invalid("validating webhook may not return response.patchType")
+    return resp
 
 
 def _at_version(obj: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:

@@ -571,6 +571,22 @@ def test_a_match_condition_that_fails_to_evaluate_follows_the_failure_policy(
     assert not hooks.seen["/no-exec"]
 
 
+def test_a_validating_webhook_that_answers_with_a_patch_fails_the_call(
+    hooks: Hooks, admission: Any, core: client.CoreV1Api, ns: str
+) -> None:
+    # a handler that patches, registered as a validating webhook: kube-apiserver refuses
+    # the answer (VerifyAdmissionResponse) as a failed call, which failurePolicy Fail refuses
+    name = unique("v")
+    admission(hooks.config("ValidatingWebhookConfiguration", name, "/label"))
+    with pytest.raises(ApiException) as err:
+        core.create_namespaced_config_map(ns, cm(unique("cm")))
+    assert err.value.status == 500
+    assert json.loads(err.value.body)["message"] == (
+        'Internal error occurred: failed calling webhook "label.conformance.mcruntime.io": '
+        "received invalid webhook response: validating webhook may not return response.patch"
+    )
+
+
 def test_dry_run_requests_reach_webhooks_marked_dry_run_and_store_nothing(
     hooks: Hooks, admission: Any, core: client.CoreV1Api, ns: str
 ) -> None:
