@@ -14,8 +14,10 @@ generated certificates at two thirds of their validity (without ``cert_dir``: th
 CA joins the installed ``caBundle`` first, the certificate it signed is served after
 ``_ROTATION_OVERLAP``, then the old CA leaves the bundle),
 ``mcruntime/webhook/local/conn`` serves one connection each and
-``mcruntime/webhook/local/handler_<n>`` run handlers under the request
-timeout. All end when the server stops.
+``mcruntime/webhook/local/handler_<n>`` run handlers within the deadline of their
+request (what its API server says it waits, ``?timeout=``, else ``request_timeout``).
+All end when the server stops, but a handler's that still runs (a thread cannot be
+stopped): it ends when the handler returns, and the stop says which still run.
 """
 
 from __future__ import annotations
