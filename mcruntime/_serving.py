@@ -14,6 +14,10 @@ oldest connection still waiting for (or reading) its request is closed to make r
 kubelet probe, which sends its request at once, is answered while slow clients hold the
 rest; when every connection is being answered, the new one is closed at once.
 
+**The deadline a client gives** in the ``?timeout=`` of its URL (a Go duration, as
+client-go's ``Request.Timeout`` writes it, and kube-apiserver's webhook dispatcher when it
+calls an admission webhook) is read by `asked_timeout`.
+
 Tests lower both constants with ``monkeypatch.setattr(mcruntime._serving, ...)``: they are
 read when used.
 """
@@ -24,13 +28,20 @@ import contextlib
 import io
 import logging
 import math
+import re
 import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-__all__ = ["MAX_CONNECTIONS", "READ_TIMEOUT", "Connections", "DeadlineRequestHandler"]
+__all__ = [
+    "MAX_CONNECTIONS",
+    "READ_TIMEOUT",
+    "Connections",
+    "DeadlineRequestHandler",
+    "asked_timeout",
+]
 
 log = logging.getLogger("mcruntime")
 
@@ -39,6 +50,24 @@ log = logging.getLogger("mcruntime")
 READ_TIMEOUT = 32.0
 #: open connections per server; beyond, the oldest one still reading its request is closed
 MAX_CONNECTIONS = 256
+
+_GO_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|\u00b5s|ms|s|m|h)")
+_GO_UNIT = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def asked_timeout(query: str) -> float | None:
+    """The seconds a request's ``timeout`` query parameter gives (a Go duration: ``10s``,
+    ``1m0s``, ``1.5s``), of the query string ``query``; None when it has none, or none that
+    is a positive duration."""
+    from urllib.parse import parse_qs
+
+    values = parse_qs(query).get("timeout")
+    text = values[-1] if values else ""
+    matches = list(_GO_DURATION.finditer(text))
+    if not text or "".join(m.group() for m in matches) != text:
+        return None
+    asked = sum(float(m.group(1)) * _GO_UNIT[m.group(2)] for m in matches)
+    return asked if asked > 0 else None
 
 
 class Connections:

@@ -2,14 +2,16 @@
 
 Like kube-apiserver, on create, update, patch and delete: every webhook of
 every MutatingWebhookConfiguration (in name order) whose rules, scope,
-namespaceSelector and objectSelector match is called in turn and its JSON
+namespaceSelector, objectSelector and ``matchConditions`` (CEL, as `_policies` evaluates
+them) match is called in turn and its JSON
 patch applied (a built-in object then loses, silently, the fields its kind does
 not have, as decoding into its Go type does; a custom resource gets the defaults
 of its version's schema, as kube-apiserver's defaulter gives them after a non-empty
 patch, and is pruned by its schema only when stored); then every matching
 validating webhook is called (at once); a refusal ends the request with the
 webhook's status, a failed call follows ``failurePolicy`` (Fail: 500
-InternalError; Ignore: skipped). A dry-run
+InternalError; Ignore: skipped). Each call is bounded by the hook's ``timeoutSeconds``, which
+its URL says (``?timeout=10s``), as kube-apiserver's dispatchers say it. A dry-run
 request is refused by a webhook whose ``sideEffects`` is not None or
 NoneOnDryRun. ``matchPolicy: Equivalent`` (the default) also matches other
 versions of the same resource: a custom resource is sent converted to the first
@@ -52,14 +54,14 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from mcruntime import _json, _patch
 from mcruntime._selectors import LabelSelector, SelectorError
-from mcruntime.envtest import _policies
+from mcruntime.envtest import _cel, _policies
 from mcruntime.envtest import _services as services
 from mcruntime.envtest._fields import drop_unknown_fields
 from mcruntime.envtest._http import Response
 from mcruntime.envtest._managedfields import SERVER_META
 from mcruntime.envtest._objects import NAMESPACES, WriteCheck, unchecked
 from mcruntime.envtest._schema import apply_defaults
-from mcruntime.envtest._status import StatusError
+from mcruntime.envtest._status import Causes, StatusError
 from mcruntime.envtest._warnings import lenient, warn
 from mcruntime.envtest._webhook_call import WebhookCallError, call_webhook
 
@@ -179,6 +181,11 @@ def validate_configuration(obj: dict[str, Any]) -> None:
                 f"{at}.clientConfig.url",
                 f"Invalid value: \"{cc['url']}\": 'https' is the only allowed URL scheme",
             )
+        conditions = Causes()
+        _policies.check_match_conditions(
+            conditions, hook.get("matchConditions"), f"{at}.matchConditions"
+        )
+        causes.extend(conditions.items)
     if causes:
         raise StatusError.invalid_causes(kind, name, GROUP, causes)
 
@@ -757,7 +764,34 @@ class Admission:
         except SelectorError as exc:
             log.warning("envtest: webhook %s has a bad selector: %s", hook.get("name"), exc)
             return None
+        if hook.get("matchConditions") and not self._conditions_hold(hook, call, chosen):
+            return None
         return chosen
+
+    def _conditions_hold(self, hook: dict[str, Any], call: _Call, sent: ServedResource) -> bool:
+        """Whether ``hook``'s ``matchConditions`` hold for ``call`` (kube-apiserver's
+        ``generic.Webhook.ShouldCallHook``): a false one skips the hook; one that fails to
+        evaluate skips it with ``failurePolicy: Ignore``, else refuses the request (403).
+        The objects are the request's, not converted to the version ``sent`` in."""
+        name = str(hook.get("name") or "")
+        if not _cel.available():
+            _cel.warn_missing_once(f"webhook {name}", "is called whatever its matchConditions say")
+            return True
+        request = {**self._request(call, sent), "dryRun": call.dry_run}
+        variables = {"object": call.obj, "oldObject": call.old, "request": request}
+        matched, errors = _policies.match_conditions(hook["matchConditions"], variables)
+        if not matched:
+            return False
+        if not errors:
+            return True
+        if hook.get("failurePolicy", "Fail") == "Ignore":
+            return False
+        res = call.res
+        why = _policies.aggregate(errors)
+        message = f'{res.qualified} "{call.name}" is forbidden: {why}'
+        if not call.name:
+            message = f"{res.qualified} is forbidden: {why}"
+        raise StatusError.forbidden(message, call.name, res.group, res.plural)
 
     @staticmethod
     def _labels(obj: dict[str, Any] | None) -> dict[str, str]:
@@ -870,14 +904,17 @@ class Admission:
         review = self._review(call, sent, obj, old)
         uid = review["request"]["uid"]
         try:
-            answer = await call_webhook(
-                hook.get("clientConfig"), review, float(timeout), self.api.server.name
-            )
-            resp = answer.get("response")
-            if answer.get("kind") != "AdmissionReview" or not isinstance(resp, dict):
-                raise WebhookCallError("the response is not an AdmissionReview with a response")
-            if resp.get("uid") != uid:
-                raise WebhookCallError(f"expected response.uid={uid!r}, got {resp.get('uid')!r}")
+            try:
+                answer = await call_webhook(
+                    hook.get("clientConfig"),
+                    review,
+                    float(timeout),
+                    self.api.server.name,
+                    tell_timeout=True,
+                )
+            except WebhookCallError as exc:
+                raise WebhookCallError(f"failed to call webhook: {exc}") from None
+            resp = _verified(answer, uid, mutating)
             patch = self._patch(resp) if mutating and resp.get("allowed") else None
         except WebhookCallError as exc:
             if hook.get("failurePolicy", "Fail") == "Ignore":
@@ -888,7 +925,7 @@ class Admission:
             raise StatusError(
                 500,
                 "InternalError",
-                f'Internal error occurred: failed calling webhook "{name}": failed to call webhook: {exc}',
+                f'Internal error occurred: failed calling webhook "{name}": {exc}',
             ) from None
         for w in resp.get("warnings") or ():
             if isinstance(w, str):
@@ -931,17 +968,27 @@ class Admission:
 
     @staticmethod
     def _patch(resp: dict[str, Any]) -> list[Any] | None:
+        """The JSON patch of an allowed answer `_verified` took, as kube-apiserver's mutating
+        dispatcher reads it (decoded first, then its type checked); None without one."""
         raw = resp.get("patch")
         if not raw:
             return None
-        if resp.get("patchType") != "JSONPatch":
-            raise WebhookCallError(f"unsupported patchType {resp.get('patchType')!r}")
         try:
-            ops = _json.loads(base64.b64decode(raw, validate=True))
+            data = base64.b64decode(raw, validate=True)
         except (binascii.Error, ValueError):
-            raise WebhookCallError("response.patch is not base64-encoded JSON") from None
+            raise WebhookCallError("failed to call webhook: response.patch is not base64") from None
+        try:
+            ops = _json.loads(data)
+        except ValueError as exc:
+            raise WebhookCallError(
+                f"received undecodable patch in webhook response: {exc}"
+            ) from None
         if not isinstance(ops, list):
-            raise WebhookCallError("response.patch is not a JSON patch (an array)")
+            raise WebhookCallError(
+                "received undecodable patch in webhook response: not a JSON patch (an array)"
+            )
+        if resp.get("patchType") != "JSONPatch":
+            raise WebhookCallError(f'unsupported patch type "{resp.get("patchType")}"')
         return ops or None  # an empty patch leaves the object as it is, undecoded
 
     @staticmethod
@@ -957,6 +1004,41 @@ class Admission:
         else:
             message = f"{denied_by} without explanation"
         return StatusError(code, str(st.get("reason") or ""), message, st.get("details"))
+
+
+_REVIEW = "admission.k8s.io/v1, Kind=AdmissionReview"
+
+
+def _verified(answer: dict[str, Any], uid: str, mutating: bool) -> dict[str, Any]:
+    """The ``response`` of a webhook's ``answer`` to review ``uid``, refused as kube-apiserver's
+    ``VerifyAdmissionResponse`` refuses it (a call failure: ``failurePolicy`` decides): no
+    response, another uid or kind, a patch without its type (or the other way round), and
+    any patch from a validating webhook."""
+
+    def invalid(why: str) -> WebhookCallError:
+        return WebhookCallError(f"received invalid webhook response: {why}")
+
+    resp = answer.get("response")
+    if not isinstance(resp, dict):
+        raise invalid("webhook response was absent")
+    if resp.get("uid") != uid:
+        raise invalid(f'expected response.uid="{uid}", got "{resp.get("uid") or ""}"')
+    gvk = f"{answer.get('apiVersion') or ''}, Kind={answer.get('kind') or ''}"
+    if gvk != _REVIEW:
+        raise invalid(f"expected webhook response of {_REVIEW}, got {gvk}")
+    patch, patch_type = resp.get("patch"), resp.get("patchType")
+    if mutating:
+        if patch and patch_type is None:
+            raise invalid("webhook returned response.patch but not response.patchType")
+        if not patch and patch_type is not None:
+            raise invalid("webhook returned response.patchType but not response.patch")
+        if patch_type == "":
+            raise invalid('webhook returned invalid response.patchType of ""')
+    elif patch:
+        raise invalid("validating webhook may not return response.patch")
+    elif patch_type is not None:
+        raise invalid("validating webhook may not return response.patchType")
+    return resp
 
 
 def _at_version(obj: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:

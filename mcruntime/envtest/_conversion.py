@@ -8,11 +8,15 @@ converted to the requested version for get, list and the answers to writes,
 and a patch is applied to the object in the requested version. One
 ConversionReview carries all the objects of a list. A failed call, or an answer
 kube-apiserver would not take (another uid, a count, version, kind, name,
-namespace or uid that does not match), is worded as its webhook converter words
+namespace or uid that does not match, metadata that is not an object, labels or
+annotations that are not valid), is worded as its webhook converter words
 it (``conversion webhook for shop.example.com/v1, Kind=Backend failed: ...``): a
 500 without a reason, the error being no Status. Watch events are converted before
 they are sent, all the events of one write to the stream in one review; a
-failed conversion ends the watch with an ERROR event. Not converted: the
+failed conversion ends the watch with an ERROR event. A converted object keeps the
+metadata it was sent with, but for the labels and annotations the webhook returned
+(kube-apiserver's ``restoreObjectMeta``): a webhook that rebuilds or loses metadata (a
+resourceVersion, finalizers, owners) changes nothing of it. Not converted: the
 answer to a delete.
 
 Not served (unlike kube-apiserver): a server-side apply in a version other
@@ -26,12 +30,14 @@ envtest's field manager compares every entry in one version, and records the
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import uuid
 from typing import TYPE_CHECKING, Any
 
 from mcruntime import _json, _patch
 from mcruntime.envtest._http import Response
+from mcruntime.envtest._names import annotation_causes, label_causes
 from mcruntime.envtest._objects import CRDS, JSON_PATCH, MERGE
 from mcruntime.envtest._schema import default_on_read, prune
 from mcruntime.envtest._status import StatusError
@@ -118,20 +124,25 @@ class Conversion:
             raise _failed(
                 f"conversion webhook for {gvk} returned {len(out)} objects, expected {len(todo)}"
             )
+        restored = []
         for i, (o, sent) in enumerate(zip(out, todo, strict=True)):
             problem = _invalid(o, sent, to)
-            if not problem:
-                continue
-            if len(todo) == 1:
-                at = "object at index 0" if problem.startswith("invalid ") else "object"
-            else:  # kube-apiserver counts this object in before it checks it
-                at = f"converted object at index {i + 1}"
-            raise _failed(f"conversion webhook for {gvk} returned invalid {at}: {problem}")
+            if problem:
+                if len(todo) == 1:
+                    at = "object at index 0" if problem.startswith("invalid ") else "object"
+                else:  # kube-apiserver counts this object in before it checks it
+                    at = f"converted object at index {i + 1}"
+                raise _failed(f"conversion webhook for {gvk} returned invalid {at}: {problem}")
+            meta = _restored_meta(o, sent)
+            if isinstance(meta, str):
+                at = "" if len(todo) == 1 else f" in object at index {i}"
+                raise _failed(f"conversion webhook for {gvk} returned invalid metadata{at}: {meta}")
+            restored.append({**o, "metadata": meta})
         # pruned to the schema of the version converted to, as kube-apiserver's
         # schemaCoercingConverter prunes what the webhook returns
         target = self.api.registry.get(res.group, to.rpartition("/")[2], res.plural)
         schema = target.schema if target is not None else None
-        converted = iter([prune(o, schema) for o in out])
+        converted = iter([prune(o, schema) for o in restored])
         return [next(converted) if o.get("apiVersion") != to else o for o in objs]
 
     async def serve(self, req: HTTPRequest, t: Any) -> Response:
@@ -270,6 +281,58 @@ def _invalid(obj: Any, sent: dict[str, Any], to: str) -> str:
         if (got or "") != (want or ""):
             return f"must have the same {what}: {want or ''} != {got or ''}"
     return ""
+
+
+#: Go's ``%T`` of a decoded JSON value (bool before int: a bool is an int to Python)
+_GO_TYPES: tuple[tuple[type, str], ...] = (
+    (dict, "map[string]interface {}"),
+    (list, "[]interface {}"),
+    (bool, "bool"),
+    (int, "int64"),
+    (float, "float64"),
+    (str, "string"),
+)
+
+
+def _go_type(value: Any) -> str:
+    """Go's ``%T`` of a decoded JSON ``value``."""
+    return next((name for t, name in _GO_TYPES if isinstance(value, t)), "<nil>")
+
+
+def _restored_meta(converted: dict[str, Any], sent: dict[str, Any]) -> dict[str, Any] | str:
+    """The metadata of ``converted`` as kube-apiserver keeps it (``restoreObjectMeta``): the
+    metadata ``sent``, but for the labels and annotations the webhook returned (checked,
+    when changed, as labels and annotations are); or why it is refused."""
+    response = converted.get("metadata", _MISSING)
+    if response is _MISSING:
+        return "missing metadata in converted object"
+    if not isinstance(response, dict):
+        return f"invalid metadata of type {_go_type(response)} in converted object"
+    meta = copy.deepcopy(sent.get("metadata") or {})
+    for fld in ("labels", "annotations"):
+        given = response.get(fld)
+        if given is None:
+            meta.pop(fld, None)
+            continue
+        if not isinstance(given, dict):
+            return f"invalid metadata.{fld} of type {_go_type(given)} in converted object"
+        for k, v in given.items():
+            if not isinstance(v, str):
+                return f"metadata.{fld}[{k}] must be a string, but is {_go_type(v)} in converted object"
+        if given != (meta.get(fld) or {}):
+            causes = (
+                label_causes(given, "metadata.labels")
+                if fld == "labels"
+                else annotation_causes(given, "metadata.annotation")  # (sic: kube-apiserver's)
+            )
+            if causes:
+                messages = [message for _, _, message in causes]
+                return messages[0] if len(messages) == 1 else f"[{', '.join(messages)}]"
+        meta[fld] = given
+    return meta
+
+
+_MISSING: Any = object()
 
 
 class _ConvertingWatcher(Watcher):

@@ -17,9 +17,9 @@ authentication and authorization (informer caches). The ``etcd`` and
 from __future__ import annotations
 
 import asyncio
-import re
 
 from mcruntime import _json
+from mcruntime._serving import asked_timeout
 from mcruntime.envtest._http import HTTPRequest, Response
 
 __all__ = ["DEFAULT_REQUEST_TIMEOUT", "StorageOutage", "needs_storage", "request_deadline"]
@@ -40,8 +40,6 @@ _TIMEOUT_BODY = (
     )
     + b"\n"
 )
-_GO_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|\u00b5s|ms|s|m|h)")
-_GO_UNIT = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 def needs_storage(req: HTTPRequest, verb: str, subresource: str | None) -> bool:
@@ -58,11 +56,9 @@ def needs_storage(req: HTTPRequest, verb: str, subresource: str | None) -> bool:
 
 def request_deadline(req: HTTPRequest, request_timeout: float) -> float:
     """The request's deadline in seconds: ``request_timeout``, or a shorter ``?timeout=``."""
-    text = req.query.get("timeout", "")
-    if text and "".join(m.group() for m in _GO_DURATION.finditer(text)) == text:
-        asked = sum(float(m.group(1)) * _GO_UNIT[m.group(2)] for m in _GO_DURATION.finditer(text))
-        if 0 < asked < request_timeout:
-            return asked
+    asked = asked_timeout(req.raw_query)
+    if asked is not None and asked < request_timeout:
+        return asked
     return request_timeout
 
 

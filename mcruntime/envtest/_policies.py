@@ -50,6 +50,9 @@ __all__ = [
     "POLICIES",
     "Denial",
     "Enforcer",
+    "aggregate",
+    "check_match_conditions",
+    "match_conditions",
     "default_binding",
     "default_policy",
     "policy_status",
@@ -129,6 +132,27 @@ def _compile(causes: Causes, field: str, expression: str) -> None:
         causes.invalid(field, go_string(expression), f"compilation failed: {e}")
 
 
+def check_match_conditions(causes: Causes, conditions: Any, at: str) -> None:
+    """Refuse the ``matchConditions`` (of a policy or a webhook, at field ``at``) that
+    kube-apiserver's ``validateMatchConditions`` refuses most often: a name missing or
+    repeated, an expression missing or that does not compile."""
+    names: set[str] = set()
+    for i, cond in enumerate(conditions or ()):
+        item = f"{at}[{i}]"
+        cond = cond if isinstance(cond, dict) else {}
+        expression = str(cond.get("expression") or "").strip()
+        if not expression:
+            causes.required(f"{item}.expression")
+        else:
+            _compile(causes, f"{item}.expression", expression)
+        name = str(cond.get("name") or "")
+        if not name:
+            causes.required(f"{item}.name")
+        elif name in names:
+            causes.add("FieldValueDuplicate", f"{item}.name", f"Duplicate value: {go_string(name)}")
+        names.add(name)
+
+
 def _check_rule(causes: Causes, rule: Any, at: str) -> None:
     if not isinstance(rule, dict):
         causes.invalid(at, "null", "must be an object")
@@ -194,21 +218,7 @@ def validate_policy(obj: dict[str, Any]) -> None:
         _check_match(causes, match, "spec.matchConstraints")
         if not match.get("resourceRules"):
             causes.required("spec.matchConstraints.resourceRules")
-    names: set[str] = set()
-    for i, cond in enumerate(spec.get("matchConditions") or ()):
-        at = f"spec.matchConditions[{i}]"
-        cond = cond if isinstance(cond, dict) else {}
-        expression = str(cond.get("expression") or "").strip()
-        if not expression:
-            causes.required(f"{at}.expression")
-        else:
-            _compile(causes, f"{at}.expression", expression)
-        name = str(cond.get("name") or "")
-        if not name:
-            causes.required(f"{at}.name")
-        elif name in names:
-            causes.add("FieldValueDuplicate", f"{at}.name", f"Duplicate value: {go_string(name)}")
-        names.add(name)
+    check_match_conditions(causes, spec.get("matchConditions"), "spec.matchConditions")
     for i, var in enumerate(spec.get("variables") or ()):
         at = f"spec.variables[{i}]"
         var = var if isinstance(var, dict) else {}
@@ -520,22 +530,38 @@ def _run(expression: str, variables: dict[str, Any]) -> Any:
         raise _cel.EvalError(f"expression '{expression}' resulted in error: {e}") from None
 
 
-def _evaluate(spec: dict[str, Any], variables: dict[str, Any], fail: bool) -> list[_Decision]:
-    """The decisions of a policy's validations on one request (and param): none when a
-    match condition is false; one for an evaluation error of a match condition."""
+def match_conditions(conditions: Any, variables: dict[str, Any]) -> tuple[bool, list[str]]:
+    """Whether ``conditions`` (the ``matchConditions`` of a policy or a webhook) let a
+    request through, with ``variables`` (``object``, ``oldObject``, ``request``...): False at
+    the first that evaluates to false, else True with the errors of those that failed to
+    evaluate (kube-apiserver's ``matchconditions.Matcher``)."""
     errors: list[str] = []
-    for cond in spec.get("matchConditions") or ():
+    for cond in conditions or ():
         try:
             value = _run(str(cond.get("expression") or ""), variables)
         except _cel.EvalError as e:
             errors.append(str(e))
             continue
         if value is False:
-            return []
+            return False, []
+    return True, errors
+
+
+def aggregate(errors: list[str]) -> str:
+    """``errors`` as Go's ``utilerrors.NewAggregate(...).Error()`` words them."""
+    return errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
+
+
+def _evaluate(spec: dict[str, Any], variables: dict[str, Any], fail: bool) -> list[_Decision]:
+    """The decisions of a policy's validations on one request (and param): none when a
+    match condition is false; one for an evaluation error of a match condition."""
+    matched, errors = match_conditions(spec.get("matchConditions"), variables)
+    if not matched:
+        return []
     if errors:
         if not fail:
             return []
-        return [_Decision(True, errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]")]
+        return [_Decision(True, aggregate(errors))]
     composed: dict[str, Any] = {}
     failed: dict[str, str] = {}
     scope = {**variables, "variables": composed}

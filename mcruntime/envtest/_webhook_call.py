@@ -15,6 +15,7 @@ import base64
 import binascii
 import contextlib
 import http.client
+import math
 import socket
 import ssl
 import threading
@@ -116,10 +117,29 @@ def _post(
     return out
 
 
+def _go_seconds(seconds: float) -> str:
+    """``seconds``, rounded up to whole seconds, as Go's ``time.Duration.String`` writes them."""
+    whole = max(1, math.ceil(seconds))
+    minutes, rest = divmod(whole, 60)
+    hours, minutes = divmod(minutes, 60)
+    if hours:
+        return f"{hours}h{minutes}m{rest}s"
+    return f"{minutes}m{rest}s" if minutes else f"{rest}s"
+
+
 async def call_webhook(
-    client_config: Any, review: dict[str, Any], timeout: float, server_name: str
+    client_config: Any,
+    review: dict[str, Any],
+    timeout: float,
+    server_name: str,
+    *,
+    tell_timeout: bool = False,
 ) -> dict[str, Any]:
-    """POST ``review`` to the webhook ``client_config`` names; its decoded answer."""
+    """POST ``review`` to the webhook ``client_config`` names; its decoded answer.
+
+    ``tell_timeout``: the URL says the call's deadline, ``?timeout=10s``, as kube-apiserver's
+    admission dispatchers tell every admission webhook (``r.Timeout``, whole seconds rounded
+    up); its errors quote the URL with it, as theirs do."""
     if not isinstance(client_config, dict):
         raise WebhookCallError("the webhook has no clientConfig")
     url = client_config.get("url")
@@ -127,6 +147,8 @@ async def call_webhook(
         raise WebhookCallError(
             "envtest calls webhooks by clientConfig.url only (no Service routing without a cluster network)"
         )
+    if tell_timeout:
+        url += ("&" if urlsplit(url).query else "?") + f"timeout={_go_seconds(timeout)}"
     ctx = _context(client_config.get("caBundle"))
     body = _json.dumps(review)
     loop = asyncio.get_running_loop()

@@ -40,14 +40,24 @@ class Denied(Exception):  # noqa: N818 (a verdict, named as controller-runtime's
     default; 422 for invalid objects is common); ``reason`` a machine-readable
     reason such as ``"Invalid"``, by default ``"Forbidden"`` for a 403 as
     controller-runtime's ``admission.Denied`` gives (kubectl then says
-    `Error from server (Forbidden)`).
+    `Error from server (Forbidden)`). ``warnings`` reach the client with the refusal
+    (kubectl prints each as `Warning: ...`), as a controller-runtime validator's warnings
+    returned with its error do.
     """
 
-    def __init__(self, message: str, *, code: int = 403, reason: str = "") -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: int = 403,
+        reason: str = "",
+        warnings: Sequence[str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.code = code
         self.reason = _reason(code, reason)
+        self.warnings = list(warnings or ())
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,10 @@ Replicas (and the old and new pods of a rolling update) install the same
 objects, so each object records who holds it (annotation ``HOLDERS``). When a
 cluster leaves, a replica drops its hold and removes the object only if no
 other live replica holds it: nothing of the cluster remains once the last one
-is gone, and a replica that stops does not take the webhooks away from the
-others. Holds expire unless renewed, so a replica that died without a word
+is gone (but a CRD's conversion, which stays calling the webhook: strategy None
+would serve the CRD's other versions unconverted, and a write through one would
+lose the fields its schema lacks), and a replica that stops does not take the
+webhooks away from the others. Holds expire unless renewed, so a replica that died without a word
 stops counting. Whether another replica's hold expired is judged as client-go's
 leader election judges a Lease: from when this replica saw that hold last change,
 on its own monotonic clock, plus the hold's duration; never by comparing the
@@ -38,7 +40,6 @@ differ neither drop each other's holds nor remove a configuration another holds.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import copy
 import datetime
@@ -431,10 +432,7 @@ class Installer:
             "failurePolicy": hook.failure_policy,
             "timeoutSeconds": hook.timeout_seconds,
             "rules": rules,
-            "clientConfig": {
-                "url": server.url_for(hook.path, name),
-                "caBundle": base64.b64encode(server.ca_bundle).decode(),
-            },
+            "clientConfig": _client_config(server, server.url_for(hook.path, name)),
             **hook.extra,
         }
 
@@ -491,10 +489,9 @@ class Installer:
             conversion = {
                 "strategy": "Webhook",
                 "webhook": {
-                    "clientConfig": {
-                        "url": self._server.url_for(h.path, name),
-                        "caBundle": base64.b64encode(self._server.ca_bundle).decode(),
-                    },
+                    "clientConfig": _client_config(
+                        self._server, self._server.url_for(h.path, name)
+                    ),
                     "conversionReviewVersions": ["v1"],
                 },
             }
@@ -605,6 +602,7 @@ class Installer:
         deadline = time.monotonic() + self._server.options.install_timeout
         left: dict[str, str] = {}
         failed = False
+        kept: list[str] = []
         for item in sorted(state.installed):
             try:
                 others = self._release(rest, item, deadline)
@@ -621,6 +619,8 @@ class Installer:
                 continue
             if others:
                 left[item] = ", ".join(sorted(others))
+            elif item.startswith("crd:"):
+                kept.append(item[4:])
         state.installed.clear()
         self._holds.forget(name)  # (a next engagement installs after this removal)
         if left:
@@ -636,6 +636,16 @@ class Installer:
             log.info(
                 "cluster=%s webhook configuration removed",
                 display_name(name),
+                extra=log_fields(cluster=name),
+            )
+        for crd in kept:
+            log.info(
+                "cluster=%s webhook: the conversion of CRD %s is left calling this webhook: "
+                "its other versions are not served until a converter serves them again "
+                "(strategy None would serve them unconverted, and a write through one would "
+                "lose the fields its schema lacks)",
+                display_name(name),
+                crd,
                 extra=log_fields(cluster=name),
             )
 
@@ -678,13 +688,14 @@ class Installer:
                         )
                     return list(held)
                 if crd:
+                    # the conversion stays: strategy None would serve the other versions
+                    # unconverted, and a client's write through one would store what its
+                    # schema keeps of the object (the fields it lacks lost); without the
+                    # webhook, they fail until a converter serves them again
                     rest.request(
                         "PATCH",
                         path,
-                        body={
-                            "metadata": {"resourceVersion": rv, "annotations": {HOLDERS: None}},
-                            "spec": {"conversion": {"strategy": "None", "webhook": None}},
-                        },
+                        body={"metadata": {"resourceVersion": rv, "annotations": {HOLDERS: None}}},
                         content_type=_MERGE,
                         timeout=_left(deadline),
                     )
@@ -837,6 +848,13 @@ class _Holds:
             with _live_lock:
                 return identity in _live
         return _running(pid)
+
+
+def _client_config(server: WebhookServer, url: str) -> dict[str, Any]:
+    """The ``clientConfig`` of a hook at ``url``: with the server's CA bundle, when it has
+    one (else the API servers' system trust roots verify it)."""
+    bundle = server._installed_ca_bundle()
+    return {"url": url} if bundle is None else {"url": url, "caBundle": bundle}
 
 
 def _where(cluster: str, obj: dict[str, Any]) -> tuple[str, str, str]:

@@ -14,12 +14,16 @@ generated certificates at two thirds of their validity (without ``cert_dir``: th
 CA joins the installed ``caBundle`` first, the certificate it signed is served after
 ``_ROTATION_OVERLAP``, then the old CA leaves the bundle),
 ``mcruntime/webhook/conn`` serves one connection each and
-``mcruntime/webhook/handler_<n>`` run handlers under the request
-timeout. All end when the server stops.
+``mcruntime/webhook/handler_<n>`` run handlers within the deadline of their
+request (what its API server says it waits, ``?timeout=``, else ``request_timeout``).
+All end when the server stops, but a handler's that still runs (a thread cannot be
+stopped): it ends when the handler returns, and the stop says which still run.
 """
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import datetime
 import logging
 import os
@@ -28,19 +32,19 @@ import ssl
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
-from urllib.parse import quote, unquote
+from urllib.parse import quote, unquote, urlsplit
 
 from mcruntime import _json
 from mcruntime._listen import bind_server, format_address
 from mcruntime._local import display_name
 from mcruntime._logfields import log_fields
-from mcruntime._serving import Connections, DeadlineRequestHandler
+from mcruntime._serving import Connections, DeadlineRequestHandler, asked_timeout
 from mcruntime._streak import FailureStreaks
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.webhook._admission import (
@@ -80,11 +84,20 @@ log = logging.getLogger("mcruntime.webhook")
 DEFAULT_PORT = 9443
 DEFAULT_REQUEST_TIMEOUT = 10.0
 DEFAULT_HOSTS = ("localhost", "127.0.0.1", "::1")
+#: the largest admission request read (controller-runtime's is 7 MiB)
 MAX_BODY = 8 << 20
+#: the largest conversion request read: kube-apiserver sends a whole page of a list in one
+#: ConversionReview (500 objects for an informer), which controller-runtime reads whatever
+#: its size; read a MiB at a time (`_read_body`), so memory grows only with what is sent
+MAX_CONVERSION_BODY = 512 << 20
+_BODY_CHUNK = 1 << 20
 #: a connection silent this many seconds (a read or a write) is closed; reading a whole
 #: request, or waiting for the next one, has a deadline too (`mcruntime._serving.READ_TIMEOUT`)
 IDLE_TIMEOUT = 30.0
 CLUSTERS_PREFIX = "/clusters/"
+#: the longest deadline a request's ``?timeout=`` gives its handler (unless ``request_timeout``
+#: is longer): kube-apiserver's most ``timeoutSeconds``
+MAX_ASKED_TIMEOUT = 30.0
 #: how long generated certificates (the CA and the serving certificate) are valid
 _GENERATED_VALIDITY = datetime.timedelta(days=365)
 #: generated certificates are renewed when this share of their validity has passed
@@ -120,8 +133,9 @@ class WebhookServerOptions:
     With ``cert_dir`` the serving pair is read from ``cert_dir/tls.crt`` and
     ``cert_dir/tls.key`` and reloaded when they change; the CA bundle written
     into webhook configurations comes from ``ca_file`` (default
-    ``cert_dir/ca.crt``). Without ``cert_dir`` mcruntime generates a CA and a
-    serving certificate for ``hosts`` when the server starts, kept in memory (never
+    ``cert_dir/ca.crt``; without that file, none is written: the API servers' system
+    trust roots verify the certificate). Without ``cert_dir`` mcruntime generates a CA and a
+    serving certificate for ``hosts`` and the host of ``url`` when the server starts, kept in memory (never
     on disk), valid a year and renewed at two thirds of it (the installed ``caBundle``
     follows); ``ca_bundle_file`` (if given) receives
     the CA bundle for whoever else needs it.
@@ -138,14 +152,18 @@ class WebhookServerOptions:
     cert_name: str = CERT_NAME
     key_name: str = KEY_NAME
     ca_file: str | None = None
-    #: DNS names and IP addresses of a generated serving certificate
+    #: DNS names and IP addresses of a generated serving certificate (the host of ``url`` is
+    #: added to them)
     hosts: tuple[str, ...] = DEFAULT_HOSTS
     ca_bundle_file: str | None = None
-    #: a handler taking longer is answered with an HTTP 504 (the API server's failurePolicy
-    #: decides, as when its own timeoutSeconds ends the call)
+    #: the deadline of a handler whose request says none: one taking longer is answered with
+    #: an HTTP 504 (the API server's failurePolicy decides, as when its own timeoutSeconds
+    #: ends the call). A request that says how long its API server waits (the ``?timeout=``
+    #: kube-apiserver adds to every admission call: the hook's ``timeoutSeconds``; none on a
+    #: conversion) gives its handler that long instead, up to 30 s (or this, if longer)
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     #: handlers running at once (requests beyond wait for a free worker); a hook whose
-    #: handler runs past ``request_timeout`` for one cluster on a quarter of them has that
+    #: handler runs past its deadline for one cluster on a quarter of them has that
     #: cluster's calls answered at once until one ends
     max_workers: int = 16
     #: opt-in: install webhook configurations (and CRD conversion) in every engaged cluster
@@ -220,9 +238,7 @@ class _Handler(DeadlineRequestHandler):
         length = _body_length(self)
         if length is None:
             return False
-        if length > MAX_BODY:
-            self.close_connection = True
-            self.send_json(413, {"message": f"request body larger than {MAX_BODY} bytes"})
+        if self.server.owner._too_large(self, length):
             return False
         return super().handle_expect_100()
 
@@ -334,6 +350,10 @@ class WebhookServer:
         #: handler runs past ``request_timeout`` still holding a worker, per (path, cluster)
         self._overdue: dict[tuple[str, str], int] = {}
         self._overdue_lock = threading.Lock()
+        #: the handler runs on the workers, and their (path, cluster); guarded by _overdue_lock
+        self._runs: dict[Future[Any], tuple[str, str]] = {}
+        #: done when the server stops: what waits for a handler's answer waits no more
+        self._stopping: Future[None] = Future()
 
     # -- registration ------------------------------------------------------------------
 
@@ -400,6 +420,18 @@ class WebhookServer:
             )
         return self._ca_bundle
 
+    def _installed_ca_bundle(self) -> str | None:
+        """The ``caBundle`` the installer writes (base64), or None when ``cert_dir`` has no
+        ``ca.crt`` and no ``ca_file`` is given: a certificate from a CA the API servers
+        trust (a public one), verified with their system trust roots, as kube-apiserver
+        does for a webhook without ``caBundle``. A ``ca_file`` given but missing is an error."""
+        self.bind()
+        if self._ca_watcher is not None and self.options.ca_file is None:
+            bundle = self._ca_watcher.bundle
+            if bundle is None:
+                return None
+        return base64.b64encode(self.ca_bundle).decode()
+
     def bind(self) -> None:
         """Set up certificates and bind the listening socket (done by ``start`` otherwise)."""
         with self._lock:
@@ -410,7 +442,7 @@ class WebhookServer:
             opts = self.options
             if opts.cert_dir is None:
                 self._generated_at = time.monotonic()
-                gen = generate(list(opts.hosts), _GENERATED_VALIDITY)
+                gen = generate(_generated_hosts(opts), _GENERATED_VALIDITY)
                 self._ca_bundle = gen.ca_pem
                 self._generated = gen.context()  # in memory: a killed process leaves no key
                 self._tls_context = self._generated_context
@@ -418,6 +450,15 @@ class WebhookServer:
                 cert_dir = opts.cert_dir
                 self._ca_watcher = CABundleWatcher(opts.ca_file or os.path.join(cert_dir, CA_NAME))
                 self._ca_bundle = self._ca_watcher.bundle
+                if self._ca_bundle is None and opts.ca_file is None and opts.install:
+                    log.info(
+                        "webhook: no %s in %s and no ca_file: the webhook configurations are "
+                        "installed without caBundle, so API servers verify the serving "
+                        "certificate with their system trust roots (a CA file that appears "
+                        "there later is installed)",
+                        CA_NAME,
+                        cert_dir,
+                    )
                 certs = CertWatcher(
                     os.path.join(cert_dir, opts.cert_name), os.path.join(cert_dir, opts.key_name)
                 )
@@ -473,6 +514,7 @@ class WebhookServer:
             http, thread, executor = self._http, self._serve_thread, self._executor
         deadline = time.monotonic() + timeout
         self._running.clear()
+        self._stopping.set_result(None)
         self._certs_stop.set()
         if self._certs_thread is not None:
             self._certs_thread.join(max(0.1, deadline - time.monotonic()))
@@ -488,7 +530,25 @@ class WebhookServer:
             t.join(max(0.1, deadline - time.monotonic()))
         if executor is not None:
             executor.shutdown(wait=False, cancel_futures=True)
+        self._say_runs_left()
         log.info("webhook server stopped")
+
+    def _say_runs_left(self) -> None:
+        """Say which handlers still run as the server stops: their callers are gone, but a
+        thread cannot be stopped, so each keeps its worker's thread until it returns."""
+        with self._overdue_lock:
+            left = sorted(where for f, where in self._runs.items() if not f.done())
+        if not left:
+            return
+        log.warning(
+            "webhook server stopping with %d handler%s still running (%s); %s thread%s when %s",
+            len(left),
+            "" if len(left) == 1 else "s",
+            ", ".join(f"{path} for cluster {display_name(cluster)}" for path, cluster in left),
+            "its" if len(left) == 1 else "their",
+            " ends" if len(left) == 1 else "s end",
+            "it returns" if len(left) == 1 else "they return",
+        )
 
     @property
     def running(self) -> bool:
@@ -553,7 +613,7 @@ class WebhookServer:
         while not self._certs_stop.wait(max(0.0, self._generated_at + renew - time.monotonic())):
             made = time.monotonic()
             try:
-                new = generate(list(self.options.hosts), _GENERATED_VALIDITY)
+                new = generate(_generated_hosts(self.options), _GENERATED_VALIDITY)
                 context = new.context()
             except Exception as exc:  # never ends the thread: tried again in a minute
                 log.warning(
@@ -627,32 +687,42 @@ class WebhookServer:
 
     def _serve(self, h: _Handler) -> None:
         h.status = None  # (a kept-alive connection's earlier request was answered)
-        cluster, path = _split_cluster(h.path.split("?", 1)[0])
+        target, _, query = h.path.partition("?")
+        cluster, path = _split_cluster(target)
+        deadline = self._deadline(query)
         with self._lock:
             hook = self._hooks.get(path)
         metrics = self.metrics
         if hook is None or metrics is None:  # (a path no hook has is not counted: unbounded)
-            self._answer(h, cluster, path, hook)
+            self._answer(h, cluster, path, hook, deadline)
             return
         started = time.monotonic()
         metrics.webhook_started(path)
         try:
-            self._answer(h, cluster, path, hook)
+            self._answer(h, cluster, path, hook, deadline)
         finally:
             known = self.cluster_known is None or self.cluster_known(cluster)
             metrics.webhook_served(
                 path, cluster if known else None, h.status, time.monotonic() - started
             )
 
-    def _answer(self, h: _Handler, cluster: str, path: str, hook: Hook | None) -> None:
+    def _deadline(self, query: str) -> float:
+        """The seconds a handler has for a request with URL query ``query``: what its API
+        server waits (``?timeout=``, which kube-apiserver sends on every admission call),
+        up to `MAX_ASKED_TIMEOUT` (or ``request_timeout`` if longer), else ``request_timeout``."""
+        own = self.options.request_timeout
+        asked = asked_timeout(query)
+        return own if asked is None else min(asked, max(own, MAX_ASKED_TIMEOUT))
+
+    def _answer(
+        self, h: _Handler, cluster: str, path: str, hook: Hook | None, deadline: float
+    ) -> None:
         length = _body_length(h)
         if length is None:
             return  # answered (400, 411 or 501), the connection closed
-        if length > MAX_BODY:
-            h.close_connection = True
-            h.send_json(413, {"message": f"request body larger than {MAX_BODY} bytes"})
+        if self._too_large(h, length):
             return
-        body = h.rfile.read(length) if length else b""
+        body = _read_body(h, length)
         if len(body) < length:  # the client closed before sending it all: nobody to answer
             h.close_connection = True
             return
@@ -681,9 +751,29 @@ class WebhookServer:
                 h.send_json(200, errored(404, msg).review(uid))
             return
         if conversion:
-            self._convert(h, hook, cluster, review, uid)
+            self._convert(h, hook, cluster, review, uid, deadline)
         else:
-            self._admit(h, hook, cluster, review, uid)
+            self._admit(h, hook, cluster, review, uid, deadline)
+
+    def _too_large(self, h: _Handler, length: int) -> bool:
+        """Whether the request's body, ``length`` bytes, is over the limit of its hook
+        (`MAX_CONVERSION_BODY` for a converter, else `MAX_BODY`): then it is answered 413,
+        its connection closed, and, for a hook and a cluster served, said once per streak (a
+        list the API server cannot convert fails until it is smaller)."""
+        cluster, path = _split_cluster(h.path.partition("?")[0])
+        with self._lock:
+            hook = self._hooks.get(path)
+        conversion = hook is not None and hook.converter is not None
+        limit = MAX_CONVERSION_BODY if conversion else MAX_BODY
+        if length <= limit:
+            return False
+        h.close_connection = True
+        message = f"request body of {length} bytes larger than {limit} bytes"
+        h.send_json(413, {"message": message})
+        if hook is not None and (self.cluster_known is None or self.cluster_known(cluster)):
+            what = f"{hook.path}: {'conversion' if conversion else 'admission'}"
+            self._streaks.failed(cluster, what, message, retry="answered 413")
+        return True
 
     def _bad(self, h: _Handler, conversion: bool, uid: str, message: str) -> None:
         log.debug("webhook bad request: %s", message)
@@ -692,9 +782,11 @@ class WebhookServer:
         else:
             h.send_json(200, errored(400, message).review(uid))
 
-    def _run(self, fn: Callable[[], Any], path: str, cluster: str, late: str) -> Any:
-        """``fn()`` on a worker, within ``request_timeout``; past it, `_Late` with message
-        ``late``.
+    def _run(
+        self, fn: Callable[[], Any], path: str, cluster: str, late: str, deadline: float
+    ) -> Any:
+        """``fn()`` on a worker, within ``deadline`` seconds (`_deadline`); past it, `_Late`
+        with message ``late``.
 
         A handler past its deadline keeps its worker until it returns (a thread cannot be
         stopped). So that a handler hung for one cluster (on a call to it, say) cannot
@@ -711,18 +803,30 @@ class WebhookServer:
             calls = "1 earlier call" if overdue == 1 else f"{overdue} earlier calls"
             raise _Late(
                 f"webhook {path}: {calls} for cluster {display_name(cluster)} still "
-                f"run{'s' if overdue == 1 else ''} past the {self.options.request_timeout:g}s "
-                "deadline; answered at once until one ends"
+                f"run{'s' if overdue == 1 else ''} past the {deadline:g}s deadline; answered "
+                "at once until one ends"
             )
-        future = executor.submit(fn)
         try:
-            return future.result(self.options.request_timeout)
-        except FutureTimeout:
-            if not future.cancel():  # it runs, and holds its worker until it returns
-                with self._overdue_lock:
-                    self._overdue[key] = self._overdue.get(key, 0) + 1
-                future.add_done_callback(lambda _: self._overdue_over(key))
-            raise _Late(late) from None
+            future = executor.submit(fn)
+        except RuntimeError:  # (shut down meanwhile)
+            raise _Stopping() from None
+        with self._overdue_lock:
+            self._runs[future] = key
+        future.add_done_callback(self._run_over)
+        wait_futures((future, self._stopping), deadline, return_when=FIRST_COMPLETED)
+        if future.done() and not future.cancelled():
+            return future.result()
+        if self._stopping.done():  # nobody waits for the answer now: the connection is cut
+            raise _Stopping()
+        if not future.cancel():  # it runs, and holds its worker until it returns
+            with self._overdue_lock:
+                self._overdue[key] = self._overdue.get(key, 0) + 1
+            future.add_done_callback(lambda _: self._overdue_over(key))
+        raise _Late(late)
+
+    def _run_over(self, future: Future[Any]) -> None:
+        with self._overdue_lock:
+            self._runs.pop(future, None)
 
     def _overdue_over(self, key: tuple[str, str]) -> None:
         with self._overdue_lock:
@@ -736,7 +840,9 @@ class WebhookServer:
         """Say a handler's timeout once per streak (its cluster, path), not once per call."""
         self._streaks.failed(cluster, what, message, retry=retry)
 
-    def _admit(self, h: _Handler, hook: Hook, cluster: str, review: Any, uid: str) -> None:
+    def _admit(
+        self, h: _Handler, hook: Hook, cluster: str, review: Any, uid: str, deadline: float
+    ) -> None:
         try:
             request = AdmissionRequest.from_review(review, cluster)
         except (ValueError, TypeError) as exc:
@@ -748,10 +854,15 @@ class WebhookServer:
                 lambda: hook.handler.handle(request),
                 hook.path,
                 cluster,
-                f"webhook {hook.path} timed out after {self.options.request_timeout}s",
+                f"webhook {hook.path} timed out after {deadline:g}s",
+                deadline,
             )
+        except _Stopping:
+            return _stopping(h)
         except Denied as exc:
-            response = AdmissionResponse(False, exc.message, exc.code, exc.reason)
+            response = AdmissionResponse(
+                False, exc.message, exc.code, exc.reason, warnings=exc.warnings
+            )
         except ViewError as exc:
             response = errored(400, str(exc))
         except _Late as exc:
@@ -785,7 +896,9 @@ class WebhookServer:
             self._streaks.recovered(cluster, what, since=started)
         h.send_json(200, response.review(request.uid))
 
-    def _convert(self, h: _Handler, hook: Hook, cluster: str, review: Any, uid: str) -> None:
+    def _convert(
+        self, h: _Handler, hook: Hook, cluster: str, review: Any, uid: str, deadline: float
+    ) -> None:
         try:
             request = ConversionRequest.from_review(review, cluster)
         except (ValueError, TypeError) as exc:
@@ -812,11 +925,14 @@ class WebhookServer:
                 convert,
                 hook.path,
                 cluster,
-                f"conversion to {desired} timed out after {self.options.request_timeout}s",
+                f"conversion to {desired} timed out after {deadline:g}s",
+                deadline,
             )
         except ConversionError as exc:
             h.send_json(200, conversion_review(request.uid, None, str(exc)))
             return
+        except _Stopping:
+            return _stopping(h)
         except _Late as exc:
             self._timed_out(cluster, what, str(exc), "answered as failed")
             h.send_json(200, conversion_review(request.uid, None, str(exc)))
@@ -830,6 +946,31 @@ class WebhookServer:
             return
         self._streaks.recovered(cluster, what, since=started)
         h.send_json(200, conversion_review(request.uid, out))
+
+
+def _generated_hosts(opts: WebhookServerOptions) -> list[str]:
+    """The names a generated serving certificate is for: ``hosts``, and the host of ``url``
+    (where the installed configurations send the API servers) if they do not name it."""
+    hosts = list(opts.hosts)
+    if opts.url:
+        host = urlsplit(opts.url).hostname
+        if host and host not in hosts:
+            hosts.append(host)
+    return hosts
+
+
+def _read_body(h: _Handler, length: int) -> bytes:
+    """The ``length`` bytes of the request's body (fewer if the client closed first), read a
+    chunk at a time: a large length a client declares takes memory only as it is sent."""
+    parts: list[bytes] = []
+    left = length
+    while left > 0:
+        part = h.rfile.read(min(left, _BODY_CHUNK))
+        if not part:
+            break
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)
 
 
 def _body_length(h: _Handler) -> int | None:
@@ -863,6 +1004,22 @@ def _overdue_limit(max_workers: int) -> int:
     """How many handler runs past their deadline one path and cluster may hold: a quarter
     of the workers (at least one), so a handler hung for one cluster leaves the rest."""
     return max(1, max_workers // 4)
+
+
+def _stopping(h: _Handler) -> None:
+    """Answer a request whose handler still runs as the server stops (its connection is
+    most likely cut already): 503, an HTTP error, so the hook's failurePolicy decides."""
+    h.close_connection = True
+    status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure"}
+    message = "the webhook server is stopping"
+    with contextlib.suppress(OSError):
+        h.send_json(
+            503, {**status, "message": message, "reason": "ServiceUnavailable", "code": 503}
+        )
+
+
+class _Stopping(Exception):
+    """The server stops while a request waits for its handler's answer."""
 
 
 class _Late(Exception):

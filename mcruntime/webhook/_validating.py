@@ -26,7 +26,8 @@ class Validator(Protocol):
     Objects are typed views when the kind is a pydantic
     [`Resource`][mcruntime.client.Resource], else dicts; ``request.cluster_name``
     names the cluster. Raise [`Denied`][mcruntime.webhook.Denied] with the
-    message the API server shows to its client. Must be thread-safe.
+    message the API server shows to its client (and, in its ``warnings``, the
+    warnings to send with the refusal). Must be thread-safe.
     """
 
     def validate_create(self, request: AdmissionRequest, obj: Any, /) -> list[str] | None: ...

@@ -518,6 +518,73 @@ def test_a_webhook_slower_than_its_timeout_fails_the_request(
         core.create_namespaced_config_map(ns, cm(unique("cm")))
     assert err.value.status == 500
     assert "failed calling webhook" in err.value.body
+    # the call told the webhook how long it waits, as kube-apiserver's dispatcher does
+    assert '/slow?timeout=1s\\": ' in err.value.body, err.value.body
+
+
+def test_match_conditions_choose_which_requests_a_webhook_is_called_for(
+    hooks: Hooks, admission: Any, core: client.CoreV1Api, ns: str
+) -> None:
+    # (GA in 1.30) a webhook whose matchConditions do not all hold is not called
+    checked = "has(object.metadata.labels) && 'checked' in object.metadata.labels"
+    condition = {"name": "only-checked", "expression": checked}
+    admission(
+        hooks.config(
+            "ValidatingWebhookConfiguration",
+            unique("v"),
+            "/no-exec",  # refuses whatever it is called for
+            matchConditions=[condition],
+        )
+    )
+    core.create_namespaced_config_map(ns, cm(unique("cm")))
+    labelled = {"metadata": {"name": unique("cm"), "labels": {"checked": "yes"}}}
+    with pytest.raises(ApiException) as err:
+        core.create_namespaced_config_map(ns, labelled)
+    assert "exec is not allowed here" in err.value.body
+
+
+@pytest.mark.parametrize("policy", ["Fail", "Ignore"])
+def test_a_match_condition_that_fails_to_evaluate_follows_the_failure_policy(
+    hooks: Hooks, admission: Any, core: client.CoreV1Api, ns: str, policy: str
+) -> None:
+    broken = "object.data['missing'] == 'x'"  # no such key: an evaluation error
+    admission(
+        hooks.config(
+            "ValidatingWebhookConfiguration",
+            unique("v"),
+            "/no-exec",
+            failurePolicy=policy,
+            matchConditions=[{"name": "broken", "expression": broken}],
+        )
+    )
+    name = unique("cm")
+    if policy == "Ignore":  # the webhook is skipped
+        core.create_namespaced_config_map(ns, cm(name, a="b"))
+        return
+    with pytest.raises(ApiException) as err:  # refused without calling it
+        core.create_namespaced_config_map(ns, cm(name, a="b"))
+    status = json.loads(err.value.body)
+    assert (err.value.status, status["reason"]) == (403, "Forbidden")
+    assert status["message"].startswith(
+        f"configmaps \"{name}\" is forbidden: expression '{broken}' resulted in error: "
+    ), status["message"]
+    assert not hooks.seen["/no-exec"]
+
+
+def test_a_validating_webhook_that_answers_with_a_patch_fails_the_call(
+    hooks: Hooks, admission: Any, core: client.CoreV1Api, ns: str
+) -> None:
+    # a handler that patches, registered as a validating webhook: kube-apiserver refuses
+    # the answer (VerifyAdmissionResponse) as a failed call, which failurePolicy Fail refuses
+    name = unique("v")
+    admission(hooks.config("ValidatingWebhookConfiguration", name, "/label"))
+    with pytest.raises(ApiException) as err:
+        core.create_namespaced_config_map(ns, cm(unique("cm")))
+    assert err.value.status == 500
+    assert json.loads(err.value.body)["message"] == (
+        'Internal error occurred: failed calling webhook "label.conformance.mcruntime.io": '
+        "received invalid webhook response: validating webhook may not return response.patch"
+    )
 
 
 def test_dry_run_requests_reach_webhooks_marked_dry_run_and_store_nothing(
@@ -539,6 +606,14 @@ def test_dry_run_requests_reach_webhooks_marked_dry_run_and_store_nothing(
         ({"admissionReviewVersions": []}, "admissionReviewVersions"),
         ({"timeoutSeconds": 31}, "timeoutSeconds"),
         ({"clientConfig": {"url": "http://127.0.0.1:1/x"}}, "clientConfig.url"),
+        (
+            {"matchConditions": [{"name": "c", "expression": "object.metadata.name =="}]},
+            "matchConditions[0].expression",
+        ),
+        (
+            {"matchConditions": [{"name": "c", "expression": "true"}] * 2},
+            "matchConditions[1].name",
+        ),
     ],
 )
 def test_invalid_webhook_configurations_are_refused(

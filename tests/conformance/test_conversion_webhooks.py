@@ -27,14 +27,30 @@ GROUP = "conversion.mcruntime.io"
 
 #: the size of a disk the webhook converts to v2 under another name (which the API server refuses)
 RENAMED = 13
+#: the size of a disk whose metadata the webhook rebuilds (both ways): its name, namespace, uid
+#: and a label of its own, nothing else (the API server keeps the rest as it was sent)
+SLIM = 17
+#: the size of a disk the webhook gives a label the API server refuses
+BAD_LABEL = 19
+
+
+def _metadata(obj: dict[str, Any], size: int) -> None:
+    """The metadata the webhook returns for a disk of ``size``."""
+    meta = obj["metadata"]
+    if size == RENAMED:
+        meta["name"] += "-renamed"
+    if size == SLIM:
+        kept = {k: meta[k] for k in ("name", "namespace", "uid") if k in meta}
+        obj["metadata"] = {**kept, "labels": {"converted": "yes"}, "finalizers": ["x.io/y"]}
+    if size == BAD_LABEL:
+        meta["labels"] = {"bad key!": "x"}
 
 
 def v1_to_hub(obj: dict[str, Any]) -> dict[str, Any]:
     size = obj.get("spec", {}).get("size", 0)
     if size < 0:
         raise ValueError("a disk cannot be smaller than nothing")
-    if size == RENAMED:
-        obj["metadata"]["name"] += "-renamed"
+    _metadata(obj, size)
     obj["spec"] = {"size": {"value": size, "unit": "Gi"}}
     return obj
 
@@ -42,6 +58,7 @@ def v1_to_hub(obj: dict[str, Any]) -> dict[str, Any]:
 def hub_to_v1(obj: dict[str, Any]) -> dict[str, Any]:
     # ``unit`` is not in v1's schema: the API server prunes it from what the webhook returns
     size = obj.get("spec", {}).get("size", {})
+    _metadata(obj, size.get("value", 0))
     obj["spec"] = {"size": size.get("value", 0), "unit": size.get("unit")}
     return obj
 
@@ -181,15 +198,48 @@ def test_a_conversion_the_webhook_fails_is_a_500_without_reason_quoting_it(
     )
 
 
-def test_a_converted_object_under_another_name_is_refused_naming_it(
+@pytest.mark.parametrize(
+    ("size", "why"),
+    [
+        (RENAMED, "invalid object: must have the same name: {name} != {name}-renamed"),
+        (
+            BAD_LABEL,
+            'invalid metadata: metadata.labels: Invalid value: "bad key!": name part must '
+            "consist of alphanumeric characters, '-', '_' or '.', and must start and end with "
+            "an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex "
+            "used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+        ),
+    ],
+)
+def test_a_converted_object_the_api_server_would_not_keep_is_refused_saying_why(
+    disks: client.CustomObjectsApi, ns: str, size: int, why: str
+) -> None:
+    """kube-apiserver checks what the webhook returns: the same kind, name, namespace and
+    uid; labels and annotations (the metadata it keeps of it) valid ones."""
+    name = unique("d")
+    assert _failed_conversion(disks, ns, name, size) == (
+        f"conversion webhook for {GROUP}/v1, Kind=Disk returned " + why.format(name=name)
+    )
+
+
+def test_a_converted_object_keeps_its_metadata_but_the_labels_and_annotations_returned(
     disks: client.CustomObjectsApi, ns: str
 ) -> None:
-    """kube-apiserver checks what the webhook returns: the same kind, name, namespace and uid."""
-    name = unique("d")
-    assert _failed_conversion(disks, ns, name, RENAMED) == (
-        f"conversion webhook for {GROUP}/v1, Kind=Disk returned invalid object: "
-        f"must have the same name: {name} != {name}-renamed"
-    )
+    """kube-apiserver restores the metadata it sent (``restoreObjectMeta``): a webhook that
+    rebuilds it changes only the labels and annotations; the object can be updated as read."""
+    name = unique("disk")
+    sent = disk(name, SLIM)
+    sent["metadata"].update(labels={"team": "a"}, annotations={"note": "kept?"})
+    made = disks.create_namespaced_custom_object(GROUP, "v1", ns, "disks", sent)
+    for obj in (made, disks.get_namespaced_custom_object(GROUP, "v1", ns, "disks", name)):
+        meta = obj["metadata"]
+        assert meta["labels"] == {"converted": "yes"}
+        assert "annotations" not in meta  # the webhook returned none
+        assert "finalizers" not in meta
+        assert meta["resourceVersion"] and meta["creationTimestamp"] and meta["uid"]
+    # (written back as read: its resourceVersion is the one stored)
+    updated = disks.replace_namespaced_custom_object(GROUP, "v1", ns, "disks", name, obj)
+    assert updated["metadata"]["uid"] == obj["metadata"]["uid"]
 
 
 def test_a_table_in_a_spoke_version_has_that_version_s_columns_of_converted_objects(

@@ -159,3 +159,49 @@ def test_generated_certificates_are_renewed_before_they_expire_and_their_ca_inst
         assert not logged(caplog, logging.INFO, containing="put back"), caplog.messages
     finally:
         mgr.stop()
+
+
+def test_a_certificate_without_a_ca_file_is_installed_for_the_api_servers_trust_roots(
+    envtest_server: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # a certificate from a CA the API servers trust (a public one, as cert-manager's ACME
+    # issuer writes it: no ca.crt): installed without caBundle, as kube-apiserver then
+    # verifies it with its system trust roots; the CA file that appears later is installed
+    pair = generate_certificates(["127.0.0.1", "localhost"])
+    pair.write(tmp_path / "certs")
+    (tmp_path / "certs" / "ca.crt").unlink()
+    roots = tmp_path / "roots.pem"  # the API server's system trust roots
+    roots.write_bytes(pair.ca_pem)
+    monkeypatch.setenv("SSL_CERT_FILE", str(roots))
+    caplog.set_level(logging.INFO, "mcruntime.webhook")
+    options = WebhookServerOptions(
+        host="127.0.0.1", port=0, cert_dir=str(tmp_path / "certs"), install=True
+    )
+    ws, core, _ = _serving(envtest_server, options)
+    adm = client.AdmissionregistrationV1Api(
+        config.new_client_from_config_dict(envtest_server.kubeconfig())
+    )
+    mgr = mcruntime.Manager(envtest_server.kubeconfig(), options=ManagerOptions(webhook_server=ws))
+    mgr.start()
+    try:
+        wait_for(ws.installed_clusters, 10, "the configuration installed")
+        hook = adm.read_validating_webhook_configuration(NAME).webhooks[0]
+        assert hook.client_config.ca_bundle is None
+        assert "denied" in _create(core, "forbidden")
+        assert _create(core, "a") == "created"
+        assert logged(caplog, logging.INFO, containing="installed without caBundle")
+        (tmp_path / "certs" / "ca.crt").write_bytes(pair.ca_pem)
+        wanted = base64.b64encode(pair.ca_pem).decode()
+
+        def bundle() -> str | None:
+            got: str | None = (
+                adm.read_validating_webhook_configuration(NAME).webhooks[0].client_config.ca_bundle
+            )
+            return got
+
+        wait_for(bundle, 10, "the CA file installed", equals=wanted)
+    finally:
+        mgr.stop()

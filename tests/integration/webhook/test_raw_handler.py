@@ -74,32 +74,43 @@ def test_a_pod_mutator_is_installed_and_injects_into_new_pods(
     assert adm.list_mutating_webhook_configuration().items == []
 
 
-@pytest.mark.parametrize("policy", ["Ignore", "Fail"])
-def test_a_handler_slower_than_the_servers_request_timeout_is_left_to_the_failure_policy(
-    make_envtest_server: Any, policy: str
-) -> None:
-    # the webhook server gives up on a slow handler with an HTTP error, not a refusal:
-    # Ignore lets the Pod in (unmutated), Fail refuses it, as when the API server's own
-    # timeoutSeconds ends the call
-    srv = make_envtest_server("local")
+POD = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "app", "image": "nginx"}]}}
+
+
+def _slow_injector(
+    srv: Any, release: threading.Event, seconds: float, **hook: Any
+) -> tuple[WebhookServer, mcruntime.Manager]:
+    """A manager whose webhook server (``request_timeout`` 0.5 s) installs in ``srv`` a
+    sidecar injector that answers once ``release`` is set or ``seconds`` have passed."""
     server = WebhookServer(
         WebhookServerOptions(host="127.0.0.1", port=0, install=True, request_timeout=0.5)
     )
     mgr = mcruntime.Manager(
         srv.kubeconfig(), options=mcruntime.ManagerOptions(webhook_server=server)
     )
-    release = threading.Event()
 
     class Slow:
         def handle(self, request: AdmissionRequest) -> AdmissionResponse:
-            release.wait(10)
+            release.wait(seconds)
             return SidecarInjector().handle(request)
 
     mgr.get_webhook_server().register(
-        "/mutate-pods", Slow(), mutating=True, rules=POD_RULES, failure_policy=policy
+        "/mutate-pods", Slow(), mutating=True, rules=POD_RULES, **hook
     )
+    return server, mgr
+
+
+@pytest.mark.parametrize("policy", ["Ignore", "Fail"])
+def test_a_handler_slower_than_the_hook_s_timeout_is_left_to_the_failure_policy(
+    make_envtest_server: Any, policy: str
+) -> None:
+    # the webhook server gives up on a slow handler (at the 1 s the API server says it
+    # waits) with an HTTP error, not a refusal: Ignore lets the Pod in (unmutated), Fail
+    # refuses it, as when the API server's own timeoutSeconds ends the call
+    srv = make_envtest_server("local")
+    release = threading.Event()
+    server, mgr = _slow_injector(srv, release, 10, failure_policy=policy, timeout_seconds=1)
     core = client.CoreV1Api(config.new_client_from_config_dict(srv.kubeconfig()))
-    pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "app", "image": "nginx"}]}}
     try:
         with mgr:
             wait_for(
@@ -108,12 +119,27 @@ def test_a_handler_slower_than_the_servers_request_timeout_is_left_to_the_failur
                 what="the webhook installed",
             )
             if policy == "Ignore":
-                created = core.create_namespaced_pod("default", pod)
+                created = core.create_namespaced_pod("default", POD)
                 assert [c.name for c in created.spec.containers] == ["app"]
             else:
                 with pytest.raises(client.ApiException) as err:
-                    core.create_namespaced_pod("default", pod)
+                    core.create_namespaced_pod("default", POD)
                 assert err.value.status == 500
                 assert "failed calling webhook" in str(err.value.body)
     finally:
         release.set()
+
+
+def test_a_handler_has_the_time_the_hook_s_timeout_seconds_give_past_request_timeout(
+    make_envtest_server: Any,
+) -> None:
+    # the API server waits the hook's timeoutSeconds (and says so in the URL, ?timeout=4s):
+    # a handler slower than the server's own request_timeout but within them is waited for
+    srv = make_envtest_server("local")
+    # slower than request_timeout, within timeoutSeconds
+    server, mgr = _slow_injector(srv, threading.Event(), 1.5, timeout_seconds=4)
+    core = client.CoreV1Api(config.new_client_from_config_dict(srv.kubeconfig()))
+    with mgr:
+        wait_for(lambda: server.installed_clusters() == [""], timeout=15, what="installed")
+        created = core.create_namespaced_pod("default", POD)
+        assert [c.name for c in created.spec.containers] == ["app", "sidecar"]

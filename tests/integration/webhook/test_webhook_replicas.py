@@ -121,6 +121,12 @@ class Cluster:
         held: dict[str, Any] = json.loads(annotations[HOLDERS])
         return held
 
+    def crd_holders(self) -> str | None:
+        """The holders annotation of the CRD (None: none)."""
+        crd = self.ext.read_custom_resource_definition(f"apps.{GROUP}")
+        held: str | None = (crd.metadata.annotations or {}).get(HOLDERS)
+        return held
+
     def conversion(self) -> str:
         return str(
             self.ext.read_custom_resource_definition(f"apps.{GROUP}").spec.conversion.strategy
@@ -189,9 +195,9 @@ def test_a_replica_that_stops_leaves_the_webhooks_to_the_replica_still_running(
         cluster.create_widget("w", "small")
     finally:
         stays.stop()
-    # the last replica to stop removes them: nothing remains
+    # the last replica to stop removes them; the CRD's conversion stays (unheld)
     assert not cluster.installed()
-    assert cluster.conversion() == "None"
+    assert (cluster.conversion(), cluster.crd_holders()) == ("Webhook", None)
 
 
 def test_a_configuration_removed_or_changed_while_installed_is_put_back(
@@ -311,7 +317,7 @@ def test_holds_of_replicas_that_are_gone_do_not_keep_the_configuration(
             what="the holds of replicas that are gone dropped",
         )
     assert not cluster.installed()
-    assert cluster.conversion() == "None"
+    assert (cluster.conversion(), cluster.crd_holders()) == ("Webhook", None)
 
 
 def test_a_fresh_hold_of_another_replica_keeps_the_configuration(cluster: Cluster) -> None:

@@ -21,6 +21,7 @@ from mcruntime.envtest import WaitTimeout, wait_for
 from mcruntime.webhook import (
     AdmissionRequest,
     Denied,
+    ValidatingHandler,
     WebhookServer,
     WebhookServerOptions,
     generate_certificates,
@@ -127,6 +128,61 @@ def test_denied_and_exceptions_are_refusals_a_timeout_an_http_error_and_the_serv
     assert post(server, "/hook", review("fine"))[1]["response"]["allowed"] is True
 
 
+def test_the_warnings_of_a_denial_reach_the_api_server_with_it() -> None:
+    class Validator:
+        def validate_create(self, request: AdmissionRequest, obj: Any) -> list[str] | None:
+            raise Denied("spec.size: too big", code=422, warnings=["spec.size is deprecated"])
+
+        def validate_update(self, request: AdmissionRequest, old: Any, new: Any) -> None:
+            return None
+
+        def validate_delete(self, request: AdmissionRequest, obj: Any) -> None:
+            return None
+
+    s = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0))
+    s.register("/hook", ValidatingHandler("example.com/v1/Widget", Validator()))
+    s.start()
+    try:
+        resp = post(s, "/hook", review())[1]["response"]
+        assert (resp["allowed"], resp["status"]["message"], resp["status"]["code"]) == (
+            False,
+            "spec.size: too big",
+            422,
+        )
+        assert resp["warnings"] == ["spec.size is deprecated"]
+    finally:
+        s.stop()
+
+
+def test_a_handler_has_the_time_its_api_server_says_it_waits() -> None:
+    # kube-apiserver tells every admission webhook how long it waits (the hook's
+    # timeoutSeconds, ``?timeout=10s``): the handler has that long, not request_timeout
+    s = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0, request_timeout=0.3))
+    release = threading.Event()
+
+    def handle(req: AdmissionRequest) -> Any:
+        if req.name == "slow":
+            release.wait(0.8)  # past request_timeout, within what the API server waits
+        elif req.name == "hung":
+            release.wait(10)
+        return patched(req.obj or {}, req.obj or {})
+
+    s.register("/hook", handle)
+    s.start()
+    try:
+        status, body = post(s, "/hook?timeout=5s", review("slow"))
+        assert (status, body["response"]["allowed"]) == (200, True)
+        status, body = post(s, "/clusters/eu-1/hook?timeout=1s", review("hung"))
+        assert (status, body["message"]) == (504, "webhook /hook timed out after 1s")
+        # a request that says nothing (or nothing that is a duration) has request_timeout
+        for query in ("", "?timeout=soon", "?timeout=0s"):
+            status, body = post(s, f"/hook{query}", review("slow"))
+            assert (status, body["message"]) == (504, "webhook /hook timed out after 0.3s")
+    finally:
+        release.set()
+        s.stop()
+
+
 def test_a_handler_hung_for_one_cluster_holds_a_quarter_of_the_workers_at_most(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -213,10 +269,12 @@ def test_bad_requests_get_an_admission_review_error(
     assert why in answer["response"]["status"]["message"]
 
 
-def raw_post(server: WebhookServer, head: str, body: bytes = b"", *, trickle: int = 0) -> bytes:
-    """Send ``head`` (the lines after the request line) and ``body`` over TLS, then up to
-    ``trickle`` more bytes of body while the server reads; returns what the server answered
-    before closing the connection."""
+def raw_post(
+    server: WebhookServer, head: str, body: bytes = b"", *, trickle: int = 0, path: str = "/hook"
+) -> bytes:
+    """Send ``head`` (the lines after the request line) and ``body`` over TLS to ``path``, then
+    up to ``trickle`` more bytes of body while the server reads; returns what the server
+    answered before closing the connection."""
     import socket
 
     ctx = ssl.create_default_context(cadata=server.ca_bundle.decode())
@@ -224,7 +282,7 @@ def raw_post(server: WebhookServer, head: str, body: bytes = b"", *, trickle: in
         socket.create_connection(("127.0.0.1", server.port), timeout=10) as raw,
         ctx.wrap_socket(raw, server_hostname="127.0.0.1") as conn,
     ):
-        conn.sendall(f"POST /hook HTTP/1.1\r\nHost: x\r\n{head}\r\n".encode() + body)
+        conn.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\n{head}\r\n".encode() + body)
         chunk = b"x" * 65536
         with contextlib.suppress(OSError):
             for _ in range(trickle // len(chunk)):
@@ -255,6 +313,24 @@ def test_a_body_of_unknown_length_is_refused_at_once_not_read_until_the_client_s
     answer = raw_post(server, "Content-Type: application/json\r\n" + head, trickle=64 << 20)
     assert answer.startswith(f"HTTP/1.1 {status} ".encode()), answer[:200]
     assert time.monotonic() - started < 5
+
+
+def test_an_admission_request_over_its_limit_is_refused_and_said_once_per_streak(
+    server: WebhookServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # (the body declared, not sent: the server answers before reading it)
+    head = f"Content-Type: application/json\r\nContent-Length: {(8 << 20) + 1}\r\n"
+    with caplog.at_level("INFO", logger="mcruntime.webhook"):
+        for _ in range(2):
+            answer = raw_post(server, head, path="/clusters/eu-1/hook")
+            assert answer.startswith(b"HTTP/1.1 413 "), answer[:200]
+            assert answer.endswith(f'larger than {8 << 20} bytes"}}'.encode()), answer
+        assert post(server, "/clusters/eu-1/hook", review())[0] == 200
+    said = [r.getMessage() for r in caplog.records if r.levelname in ("WARNING", "INFO")]
+    assert len(said) == 2, said
+    assert said[0].startswith("cluster=eu-1 webhook: /hook: admission failed: request body of ")
+    assert "answered 413" in said[0]
+    assert "works again" in said[1]
 
 
 def test_a_request_trickled_after_the_handshake_is_cut_at_the_read_deadline(
@@ -291,6 +367,79 @@ def test_stop_ends_every_thread_of_the_server() -> None:
             timeout=5,
         )
     assert not [t.name for t in mcruntime_threads() if t.name.startswith("mcruntime/webhook/")]
+
+
+def test_stop_does_not_wait_for_a_hung_handler_and_says_it_still_runs(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # a thread cannot be stopped: the hung handler keeps its worker until it returns, but
+    # nothing else waits for it (stop, the connection's thread), and the stop says so
+    s = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0, request_timeout=20))
+    entered, release = threading.Event(), threading.Event()
+
+    def hang(req: AdmissionRequest) -> Any:
+        entered.set()
+        release.wait(20)
+        return patched(req.obj or {}, req.obj or {})
+
+    s.register("/hook", hang)
+    s.start()
+    caller = threading.Thread(target=_post_quietly, args=(s,), name="test/caller")
+    caller.start()
+    try:
+        assert entered.wait(10)
+        with caplog.at_level("INFO", logger="mcruntime.webhook"):
+            began = time.monotonic()
+            s.stop()
+            assert time.monotonic() - began < 2
+        said = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+        assert said == [
+            "webhook server stopping with 1 handler still running (/hook for cluster eu-1); "
+            "its thread ends when it returns"
+        ]
+        wait_for(
+            lambda: (
+                not [t for t in mcruntime_threads() if t.name == "mcruntime/webhook/local/conn"]
+            ),
+            timeout=2,
+            what="the connection's thread ended",
+        )
+        assert not [r for r in caplog.records if "timed out" in r.getMessage()]
+    finally:
+        release.set()
+        caller.join(10)
+    wait_for(
+        lambda: not [t for t in mcruntime_threads() if t.name.startswith("mcruntime/webhook/")],
+        timeout=5,
+        what="the handler's thread ended once it returned",
+    )
+
+
+def _post_quietly(s: WebhookServer) -> None:
+    """Post a review for cluster eu-1, whatever comes of it (the server stops meanwhile)."""
+    with contextlib.suppress(OSError, http.client.HTTPException, ValueError):
+        post(s, "/clusters/eu-1/hook", review())
+
+
+@pytest.mark.parametrize("host", ["webhooks.example.internal", "127.0.0.2", "::2"])
+def test_a_generated_certificate_is_valid_for_the_host_of_the_url(host: str) -> None:
+    # the installer sends every API server to ``url``: the certificate generated without
+    # cert_dir must be valid for its host, not only for the default hosts
+    import socket
+
+    netloc = f"[{host}]" if ":" in host else host
+    s = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0, url=f"https://{netloc}:9443"))
+    s.register("/hook", lambda req: patched(req.obj, req.obj))
+    s.start()
+    try:
+        ctx = ssl.create_default_context(cadata=s.ca_bundle.decode())
+        with (
+            socket.create_connection(("127.0.0.1", s.port), timeout=5) as raw,
+            ctx.wrap_socket(raw, server_hostname=host) as conn,
+        ):
+            assert conn.version() is not None  # the name verified
+    finally:
+        s.stop()
 
 
 def test_certificates_from_files_are_reloaded_when_they_change(tmp_path: Path) -> None:
