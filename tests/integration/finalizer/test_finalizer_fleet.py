@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ import mcruntime
 from mcruntime.envtest import wait_for
 from mcruntime.errors import NotFound, ignore_not_found
 from mcruntime.finalizer import Finalizers
+from mcruntime.predicate import FieldChanged
 from mcruntime.reconcile import Request
 from mcruntime.workqueue import ItemExponentialFailureRateLimiter
 from tests.integration.multicluster._mc_helpers import CM, configmap, fleet_provider, running
@@ -31,6 +33,25 @@ def _gone(client: Any, name: str) -> bool:
 
 def _finalizers(client: Any, name: str) -> list[str]:
     return list(client.get(CM, name, "default")["metadata"].get("finalizers") or [])
+
+
+def _finalizing(mgr: mcruntime.Manager, fin: Finalizers) -> Callable[[Request], None]:
+    """The reconciler of the finalizer pages: ``finalize``, write what changed, raise what failed."""
+
+    def reconcile(req: Request) -> None:
+        client = mgr.get_cluster(req.cluster_name).client
+        try:
+            cm = client.get(CM, req.name, req.namespace)
+        except NotFound:
+            return
+        result = fin.finalize(cm, req)
+        if result.updated:
+            with ignore_not_found():  # the last finalizer removed: the object is gone
+                client.update(cm)
+        if result.error:
+            raise result.error
+
+    return reconcile
 
 
 def test_keys_added_cleanups_run_on_delete_and_a_failing_cleanup_retried_in_every_cluster(
@@ -56,25 +77,12 @@ def test_keys_added_cleanups_run_on_delete_and_a_failing_cleanup_retried_in_ever
         with lock:
             cleaned.append((req.cluster_name, name))
 
-    def reconcile(req: Request) -> None:
-        client = mgr.get_cluster(req.cluster_name).client
-        try:
-            cm = client.get(CM, req.name, req.namespace)
-        except NotFound:
-            return
-        result = fin.finalize(cm, req)
-        if result.updated:
-            with ignore_not_found():  # the last finalizer removed: the object is gone
-                client.update(cm)
-        if result.error:
-            raise result.error
-
     (
         mcruntime.controller_managed_by(mgr)
         .named("finalizers")
         .for_(CM)
         .with_options(rate_limiter=ItemExponentialFailureRateLimiter(base=0.05, max=0.2))
-        .complete(reconcile)
+        .complete(_finalizing(mgr, fin))
     )
     with running(mgr):
         wait_for(lambda: set(mgr.engaged_clusters()) == set(fleet.names), what="fleet engaged")
@@ -120,3 +128,34 @@ def test_keys_added_cleanups_run_on_delete_and_a_failing_cleanup_retried_in_ever
                 (name, "stuck") for name in fleet.names
             ]
             assert attempts[fleet.names[0], "plain"] == 1
+
+
+def test_a_deleted_object_is_cleaned_up_under_a_field_changed_filter(
+    make_envtest_fleet: Any,
+) -> None:
+    """kopf's ``@kopf.on.field`` mapped to ``for_(kind, FieldChanged(path))`` beside a
+    finalizer: the deletion changes no such field, and its cleanup runs all the same."""
+    fleet = make_envtest_fleet(1)
+    mgr = mcruntime.Manager(provider=fleet_provider(fleet))
+    cleaned: list[str] = []
+    fin = Finalizers()
+    fin.register(KEY, lambda obj, req: cleaned.append(obj["metadata"]["name"]))
+    (
+        mcruntime.controller_managed_by(mgr)
+        .named("filtered")
+        .for_(CM, FieldChanged("data.size"))
+        .complete(_finalizing(mgr, fin))
+    )
+    with running(mgr):
+        name = fleet.names[0]
+        wait_for(lambda: mgr.engaged_clusters() == [name], what="cluster engaged")
+        client, api = mgr.get_cluster(name).client, mgr.get_api_reader(name)
+        client.create(configmap("web", size="1"))
+        wait_for(
+            lambda: api.get(CM, "web", "default")["metadata"].get("finalizers") == [KEY],
+            what="finalizer added",
+        )
+        client.delete(CM, "web", "default")
+        # only the update that starts the deletion brings it to the reconciler
+        wait_for(lambda: _gone(api, "web"), timeout=10, what="the object cleaned up and deleted")
+        assert cleaned == ["web"]
