@@ -462,6 +462,35 @@ class Controller:
             dropped,
         )
 
+    def wait_for_cluster_reconciles(
+        self, cluster_name: str, timeout: float | None = None
+    ) -> list[Request]:
+        """Wait until no reconcile of ``cluster_name`` runs, up to ``timeout`` seconds; the
+        requests of it still running then (empty: none).
+
+        For a cluster that left ([`disengage()`][mcruntime.controller.Controller.disengage]):
+        its reconciles in flight then, whose calls the leave cut, end before the manager
+        calls its ``on_cluster_disengaged`` callbacks, so what they start or record is not
+        left behind. Called by a worker of this controller, it does not wait for that
+        worker's own reconcile; on the controller's event loop, it does not wait (the
+        reconciles it runs could not end meanwhile).
+        """
+        if threading.current_thread() is self._loop_thread:
+            return self._running_of(cluster_name)
+        mine = self._running.get(threading.get_ident())
+        keep = 1 if mine is not None and mine.cluster_name == cluster_name else 0
+        if self.queue.wait_key_done(cluster_name, timeout, keep=keep):
+            return []
+        return [req for req in self._running_of(cluster_name) if req != mine]
+
+    def _running_of(self, cluster_name: str) -> list[Request]:
+        """The requests of ``cluster_name`` workers hold now."""
+        return [
+            req
+            for req, _ in self.queue.in_flight_items()
+            if isinstance(req, Request) and req.cluster_name == cluster_name
+        ]
+
     def _forget_filters(self, cluster_name: str) -> None:
         """Drop the streaks of filters that raised for ``cluster_name`` (it left: back, it is
         asked anew, and a failure said anew)."""

@@ -62,6 +62,9 @@ _START_SLICE = 0.05
 
 #: a controller still syncing a cluster after this many seconds is logged (once per attempt)
 _SYNC_SLOW = 5.0
+#: how long a cluster's leave waits for its reconciles in flight (their calls to it cut)
+#: before its on_cluster_disengaged callbacks run anyway, said in a warning (seconds)
+_LEAVE_WAIT = 5.0
 
 
 class _NotSynced(TimeoutError):
@@ -396,10 +399,13 @@ class Manager:
     def on_cluster_disengaged(self, fn: Callable[[str], None]) -> Callable[[], None]:
         """Call ``fn(cluster_name)`` each time a cluster is disengaged; returns a function that cancels it.
 
-        Called after the controllers let go of the cluster and the library
-        dropped its own per-cluster metrics series: drop your own there too
-        (``my_gauge.remove(cluster_name)``) or forget per-cluster state. ``fn``
-        runs on the thread ending the engagement; it must not block for long.
+        Called after the controllers let go of the cluster, its reconciles in flight
+        then ended (their calls to it were cut; one still running after 5 s, or
+        ``graceful_shutdown_timeout`` if shorter, is named in a warning and not waited
+        for), and the library dropped its own per-cluster metrics series: drop your own
+        there too (``my_gauge.remove(cluster_name)``), stop the threads your reconciler
+        started for the cluster's objects, or forget per-cluster state. ``fn`` runs on
+        the thread ending the engagement; it must not block for long.
         """
         with self._lock:
             self._disengaged_callbacks.append(fn)
@@ -1102,6 +1108,7 @@ class Manager:
         self.metrics.cluster_engagement("disengage")
         if self._heap is not None:
             self._heap.thaw()  # the next full collection frees what the cluster left
+        self._wait_for_reconciles_of(eng.name)
         with self._lock:
             callbacks = list(self._disengaged_callbacks)
         for cb in callbacks:
@@ -1110,6 +1117,33 @@ class Manager:
             except Exception:
                 log.exception("cluster=%s on_cluster_disengaged callback %r failed", name, cb)
         log.info("cluster=%s disengaged (was %s)", name, was)
+
+    def _wait_for_reconciles_of(self, name: str) -> None:
+        """Wait for the reconciles of cluster ``name`` still running as it left (their calls
+        to it were cut), up to ``_LEAVE_WAIT`` (or ``graceful_shutdown_timeout`` if shorter),
+        before the callbacks forget the cluster: a reconcile ending after them would start
+        again what they stopped (a thread per object) or record it anew (a metric series).
+        Bounded: the thread ending the engagement may be a provider's, which the other
+        clusters wait for. Not while stopping: the stop waited for every reconcile already."""
+        if self._stop.is_set():
+            return
+        bound = min(_LEAVE_WAIT, self.options.graceful_shutdown_timeout)
+        end = time.monotonic() + bound
+        for c in self.controllers:
+            still = c.wait_for_cluster_reconciles(name, max(0.0, end - time.monotonic()))
+            if still:
+                log.warning(
+                    "controller=%s cluster=%s: %d reconcile%s of the cluster that left still "
+                    "running after %gs (%s); its on_cluster_disengaged callbacks run now, "
+                    "and what %s after them is not undone",
+                    c.name,
+                    display_name(name),
+                    len(still),
+                    "" if len(still) == 1 else "s",
+                    bound,
+                    ", ".join(sorted(r.key for r in still)),
+                    "it does" if len(still) == 1 else "they do",
+                )
 
     # -- lifecycle -----------------------------------------------------------------
 
