@@ -18,7 +18,7 @@ from mcruntime._backoff import Backoff
 from mcruntime._callables import refuse_coroutine_function
 from mcruntime._listen import parse_bind_address
 from mcruntime._local import LOCAL, display_name
-from mcruntime._streak import FailureStreaks
+from mcruntime._streak import FailureStreaks, describe_error
 from mcruntime._threads import described, start_thread, thread_name
 from mcruntime.client import APIReader
 from mcruntime.client import deadline as call_deadline
@@ -1685,7 +1685,27 @@ class Manager:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
+        """[`stop()`][mcruntime.manager.Manager.stop], then raise the error that stopped the
+        manager on its own, as [`run()`][mcruntime.manager.Manager.run] does."""
         self.stop()
+        self._raise_fatal_error(exc)
+
+    def _raise_fatal_error(self, exc_info: tuple[object, ...]) -> None:
+        """At the end of a ``with`` block: raise `fatal_error` (a reconciler's exception with
+        ``recover_panic=False``, its ``sys.exit()``, a runnable's error), as `run()` does and
+        kopf's ``KopfRunner`` re-raises the operator's: a test inside the block would
+        otherwise see only a wait that timed out, or pass. When the block raised an error
+        itself, it goes on, with a note naming the fatal one."""
+        fatal = self.fatal_error
+        exc = exc_info[1] if len(exc_info) > 1 else None
+        if fatal is None or exc is fatal:
+            return
+        if exc is None:
+            raise fatal
+        if isinstance(exc, Exception):
+            exc.add_note(
+                f"(the manager had stopped on an error of its own: {describe_error(fatal)})"
+            )
 
     # -- from an asyncio application ---------------------------------------------------
 
@@ -1779,7 +1799,10 @@ class Manager:
         return await self.astart()
 
     async def __aexit__(self, *exc: object) -> None:
+        """[`astop()`][mcruntime.manager.Manager.astop], then raise the error that stopped the
+        manager on its own, as [`arun()`][mcruntime.manager.Manager.arun] does."""
         await self.astop()
+        self._raise_fatal_error(exc)
 
     def __repr__(self) -> str:
         # `is not None`: a provider is a collection of clusters, falsy while it has none

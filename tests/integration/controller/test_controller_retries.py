@@ -665,9 +665,19 @@ def test_a_reconciler_that_cannot_take_a_request_is_refused_when_the_controller_
 def test_without_recover_panic_an_exception_stops_the_manager_and_run_raises_it(
     srv: Any, make_manager: Any
 ) -> None:
+    mgr = make_manager()
+    trigger, boom = _crashing(mgr)
+    t, raised = run_in_thread(mgr)
+    trigger.send({"metadata": {"name": "x", "namespace": "default"}})
+    t.join(15)
+    assert not t.is_alive(), "the manager kept running after a fatal reconcile error"
+    assert raised and isinstance(raised[0], boom)
+
+
+def _crashing(mgr: Manager) -> tuple[Any, type[Exception]]:
+    """A controller whose reconciler raises with ``recover_panic=False``; its trigger and error."""
     from mcruntime.source import Channel
 
-    mgr = make_manager()
     trigger = Channel()
 
     class Boom(Exception):
@@ -679,11 +689,34 @@ def test_without_recover_panic_an_exception_stops_the_manager_and_run_raises_it(
     mcruntime.controller_managed_by(mgr).named("crashy").watches(trigger).with_options(
         recover_panic=False
     ).complete(reconcile)
-    t, raised = run_in_thread(mgr)
-    trigger.send({"metadata": {"name": "x", "namespace": "default"}})
-    t.join(15)
-    assert not t.is_alive(), "the manager kept running after a fatal reconcile error"
-    assert raised and isinstance(raised[0], Boom)
+    return trigger, Boom
+
+
+def test_a_with_block_raises_the_error_that_stopped_the_manager(
+    srv: Any, make_manager: Any
+) -> None:
+    """A test of an operator inside ``with mgr:`` (kopf's ``KopfRunner``, which re-raises the
+    operator's error): the reconciler's fatal error is raised at the block's end, as ``run()``
+    raises it, not left to a wait that times out."""
+    mgr = make_manager()
+    trigger, boom = _crashing(mgr)
+    with pytest.raises(boom, match="cannot handle x"), mgr:
+        trigger.send({"metadata": {"name": "x", "namespace": "default"}})
+        assert mgr.wait(15), "the manager kept running after a fatal reconcile error"
+
+
+def test_an_error_of_the_with_block_itself_goes_on_naming_the_fatal_one(
+    srv: Any, make_manager: Any
+) -> None:
+    mgr = make_manager()
+    trigger, _ = _crashing(mgr)
+    with pytest.raises(AssertionError) as raised, mgr:
+        trigger.send({"metadata": {"name": "x", "namespace": "default"}})
+        assert mgr.wait(15)
+        raise AssertionError("what the test waited for never came")
+    assert raised.value.__notes__ == [
+        "(the manager had stopped on an error of its own: Boom: cannot handle x)"
+    ]
 
 
 def test_writes_a_failing_webhook_answers_with_500_are_one_warning_per_streak(
