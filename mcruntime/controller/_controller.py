@@ -1240,6 +1240,8 @@ class Controller:
             except Exception as exc:
                 if _wraps_terminal(exc):  # Go: errors.Is(err, reconcile.TerminalError(nil))
                     raise _WrappedTerminal(exc) from exc
+                if (later := _made_of_requeue_after(exc)) is not None:
+                    raise later from exc  # (a failed finalizer's cleanups that each said "later")
                 raise
             if result is not None and not isinstance(result, Result):
                 # a programming error no retry fixes (kopf stores what a handler returns)
@@ -1601,6 +1603,34 @@ def _wraps_terminal(exc: BaseException) -> bool:
         if e.__cause__ is not None:
             todo.append(e.__cause__)
     return False
+
+
+def _made_of_requeue_after(exc: BaseException) -> RequeueAfter | None:
+    """A `RequeueAfter` standing for ``exc`` when every error it is made of (a failed
+    finalizer's cleanups, a group's errors, at any depth) is one: raised "from any depth", it
+    asks for a later run, not an error's backoff. The shortest delay, their messages. None
+    when ``exc`` is made of nothing, or of any other error as well."""
+    parts = _parts(exc)
+    if not parts:
+        return None
+    later: list[RequeueAfter] = []
+    seen: set[int] = set()
+    while parts:
+        e = parts.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, RequeueAfter):
+            later.append(e)
+            continue
+        inner = _parts(e)
+        if not inner:
+            return None
+        parts.extend(inner)
+    if not later:
+        return None
+    said = dict.fromkeys(e.message for e in reversed(later) if e.message)
+    return RequeueAfter(min(e.delay for e in later), "; ".join(said))
 
 
 def _named(clusters: frozenset[str]) -> str:

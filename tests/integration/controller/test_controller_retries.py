@@ -602,6 +602,49 @@ def test_requeue_after_raised_from_a_helper_reruns_after_its_delay_without_an_er
     assert ctrl.queue.num_requeues(Request("default", "waits")) == 0  # no backoff built up
 
 
+def test_a_group_made_only_of_requeue_afters_reruns_after_the_shortest_and_a_mixed_one_fails(
+    kube: Cluster, make_manager: Callable[..., Manager], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Helpers run side by side (a TaskGroup's ExceptionGroup) that each said "later":
+    run again after the shortest delay, as one of them raised alone would. With any other
+    error among them, it is an error, retried with backoff."""
+    caplog.set_level(logging.INFO, logger="mcruntime.controller")
+    calls = Calls()
+
+    def reconcile(req: Request) -> None:
+        calls.record(req)
+        later: list[Exception] = [
+            RequeueAfter(0.5, "the bucket is not empty"),
+            RequeueAfter(0.3, "no quota yet"),
+        ]
+        if req.name == "mixed":
+            later.append(RuntimeError("the bucket service is down"))
+        if calls.count(req.name) < 3:
+            raise ExceptionGroup("helpers failed", later)
+
+    mgr = make_manager()
+    ctrl = run(mgr, reconcile, rate_limiter=ItemExponentialFailureRateLimiter(BASE, 1))
+    kube.client.create(configmap("later"))
+    kube.client.create(configmap("mixed"))
+    calls.wait_count(3, "later")
+    calls.wait_count(3, "mixed")
+    for gap in gaps(calls.times("later")):
+        assert 0.3 <= gap < 0.3 + 0.5, f"requeued after {gap:.3f}s, not the shortest 0.3s"
+    said = [
+        (r.levelno, r.getMessage()) for r in caplog.records if "request=default/" in r.getMessage()
+    ]
+    requeued = (
+        logging.INFO,
+        "controller=retries cluster=local request=default/later: requeued in 0.3s: "
+        "the bucket is not empty; no quota yet",
+    )
+    assert said.count(requeued) == 2
+    mixed = [(level, text) for level, text in said if "request=default/mixed" in text]
+    assert [level for level, _ in mixed] == [logging.ERROR, logging.ERROR]
+    assert "reconcile failed (retry 1): ExceptionGroup: helpers failed" in mixed[0][1]
+    assert ctrl.queue.num_requeues(Request("default", "later")) == 0  # no backoff built up
+
+
 @pytest.mark.parametrize("delay", [0, -1, True, "5", float("nan"), float("inf")])
 def test_requeue_after_needs_a_positive_delay(delay: Any) -> None:
     with pytest.raises(TypeError, match="RequeueAfter needs a positive, finite delay"):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -10,6 +12,7 @@ from typing import Any
 import pytest
 
 import mcruntime
+from mcruntime import RequeueAfter
 from mcruntime.envtest import wait_for
 from mcruntime.errors import NotFound, ignore_not_found
 from mcruntime.finalizer import Finalizers
@@ -159,3 +162,54 @@ def test_a_deleted_object_is_cleaned_up_under_a_field_changed_filter(
         # only the update that starts the deletion brings it to the reconciler
         wait_for(lambda: _gone(api, "web"), timeout=10, what="the object cleaned up and deleted")
         assert cleaned == ["web"]
+
+
+def test_a_cleanup_that_raises_requeue_after_runs_again_after_its_delay_without_an_error(
+    make_envtest_fleet: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """kopf's ``TemporaryError(delay=...)`` in a deletion handler, ported as
+    ``raise RequeueAfter(...)`` (from any depth): the cleanup runs again after the delay,
+    said at info level, not as an error retried with backoff at once."""
+    caplog.set_level(logging.INFO, logger="mcruntime.controller")
+    fleet = make_envtest_fleet(1)
+    mgr = mcruntime.Manager(provider=fleet_provider(fleet))
+    runs: list[float] = []
+    fin = Finalizers()
+
+    @fin.register(KEY)
+    def empty_the_bucket(obj: dict[str, Any], req: Request) -> None:
+        runs.append(time.monotonic())
+        if len(runs) < 3:
+            raise RequeueAfter(0.3, "the bucket is still emptying")
+
+    mcruntime.controller_managed_by(mgr).named("buckets").for_(CM).complete(_finalizing(mgr, fin))
+    with running(mgr):
+        name = fleet.names[0]
+        wait_for(lambda: mgr.engaged_clusters() == [name], what="cluster engaged")
+        client, api = mgr.get_cluster(name).client, mgr.get_api_reader(name)
+        client.create(configmap("bucket"))
+        wait_for(
+            lambda: api.get(CM, "bucket", "default")["metadata"].get("finalizers") == [KEY],
+            what="finalizer added",
+        )
+        client.delete(CM, "bucket", "default")
+        wait_for(lambda: _gone(api, "bucket"), timeout=10, what="the bucket emptied, then deleted")
+    assert len(runs) == 3
+    for gap in (b - a for a, b in zip(runs, runs[1:], strict=False)):
+        assert gap >= 0.3, f"the cleanup ran again after {gap:.3f}s, not the 0.3s asked"
+    said = [
+        (r.levelno, r.getMessage())
+        for r in caplog.records
+        if "request=default/bucket" in r.getMessage()
+    ]
+    assert (
+        said
+        == [
+            (
+                logging.INFO,
+                f"controller=buckets cluster={name} request=default/bucket: requeued in 0.3s: "
+                "the bucket is still emptying",
+            )
+        ]
+        * 2
+    )
