@@ -1692,11 +1692,14 @@ class Manager:
 
     def _raise_fatal_error(self, exc_info: tuple[object, ...]) -> None:
         """At the end of a ``with`` block: raise `fatal_error` (a reconciler's exception with
-        ``recover_panic=False``, its ``sys.exit()``, a runnable's error), as `run()` does and
-        kopf's ``KopfRunner`` re-raises the operator's: a test inside the block would
-        otherwise see only a wait that timed out, or pass. When the block raised an error
-        itself, it goes on, with a note naming the fatal one."""
+        ``recover_panic=False``, its ``sys.exit()``, a runnable's error), or
+        `LeaderElectionLost` after a lost election, as `run()` does and kopf's
+        ``KopfRunner`` re-raises the operator's: a test inside the block would otherwise see
+        only a wait that timed out, or pass, and a replica's process would exit 0. When the
+        block raised an error itself, it goes on, with a note naming the fatal one."""
         fatal = self.fatal_error
+        if fatal is None and self.leader_lost:
+            fatal = LeaderElectionLost("this replica lost its leader election and stopped")
         exc = exc_info[1] if len(exc_info) > 1 else None
         if fatal is None or exc is fatal:
             return
