@@ -483,6 +483,35 @@ class Controller:
             extra=self._fields(cluster=cluster_name),
         )
 
+    def wait_for_cluster_reconciles(
+        self, cluster_name: str, timeout: float | None = None
+    ) -> list[Request]:
+        """Wait until no reconcile of ``cluster_name`` runs, up to ``timeout`` seconds; the
+        requests of it still running then (empty: none).
+
+        For a cluster that left ([`disengage()`][mcruntime.controller.Controller.disengage]):
+        its reconciles in flight then, whose calls the leave cut, end before the manager
+        calls its ``on_cluster_disengaged`` callbacks, so what they start or record is not
+        left behind. Called by a worker of this controller, it does not wait for that
+        worker's own reconcile; on the controller's event loop, it does not wait (the
+        reconciles it runs could not end meanwhile).
+        """
+        if threading.current_thread() is self._loop_thread:
+            return self._running_of(cluster_name)
+        mine = self._running.get(threading.get_ident())
+        keep = 1 if mine is not None and mine.cluster_name == cluster_name else 0
+        if self.queue.wait_key_done(cluster_name, timeout, keep=keep):
+            return []
+        return [req for req in self._running_of(cluster_name) if req != mine]
+
+    def _running_of(self, cluster_name: str) -> list[Request]:
+        """The requests of ``cluster_name`` workers hold now."""
+        return [
+            req
+            for req, _ in self.queue.in_flight_items()
+            if isinstance(req, Request) and req.cluster_name == cluster_name
+        ]
+
     def _forget_filters(self, cluster_name: str) -> None:
         """Drop the streaks of filters that raised for ``cluster_name`` (it left: back, it is
         asked anew, and a failure said anew)."""
@@ -1264,6 +1293,8 @@ class Controller:
             except Exception as exc:
                 if _wraps_terminal(exc):  # Go: errors.Is(err, reconcile.TerminalError(nil))
                     raise _WrappedTerminal(exc) from exc
+                if (later := _made_of_requeue_after(exc)) is not None:
+                    raise later from exc  # (a failed finalizer's cleanups that each said "later")
                 raise
             if result is not None and not isinstance(result, Result):
                 # a programming error no retry fixes (kopf stores what a handler returns)
@@ -1651,6 +1682,34 @@ def _wraps_terminal(exc: BaseException) -> bool:
         if e.__cause__ is not None:
             todo.append(e.__cause__)
     return False
+
+
+def _made_of_requeue_after(exc: BaseException) -> RequeueAfter | None:
+    """A `RequeueAfter` standing for ``exc`` when every error it is made of (a failed
+    finalizer's cleanups, a group's errors, at any depth) is one: raised "from any depth", it
+    asks for a later run, not an error's backoff. The shortest delay, their messages. None
+    when ``exc`` is made of nothing, or of any other error as well."""
+    parts = _parts(exc)
+    if not parts:
+        return None
+    later: list[RequeueAfter] = []
+    seen: set[int] = set()
+    while parts:
+        e = parts.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, RequeueAfter):
+            later.append(e)
+            continue
+        inner = _parts(e)
+        if not inner:
+            return None
+        parts.extend(inner)
+    if not later:
+        return None
+    said = dict.fromkeys(e.message for e in reversed(later) if e.message)
+    return RequeueAfter(min(e.delay for e in later), "; ".join(said))
 
 
 def _named(clusters: frozenset[str]) -> str:

@@ -125,8 +125,9 @@ class Finalizers:
         refuse_coroutine_function(
             cleanup,
             f"the cleanup of finalizer {key!r},",
-            "finalize() calls it and removes the key once it returned: pass a plain function "
-            "(in an async def reconciler, await the cleanup first, then call finalize())",
+            "finalize() calls it and removes the key once it returned: pass a plain function, "
+            "and from an async def reconciler call finalize() off the event loop: "
+            "await cluster.aclient.run_sync(finalizers.finalize, obj, req)",
         )
         self._cleanups[key] = cleanup
         return cleanup

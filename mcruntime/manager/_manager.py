@@ -19,7 +19,7 @@ from mcruntime._callables import refuse_coroutine_function
 from mcruntime._listen import parse_bind_address
 from mcruntime._local import LOCAL, display_name
 from mcruntime._logfields import log_fields
-from mcruntime._streak import FailureStreaks
+from mcruntime._streak import FailureStreaks, describe_error
 from mcruntime._threads import described, start_thread, thread_name
 from mcruntime.client import APIReader
 from mcruntime.client import deadline as call_deadline
@@ -64,6 +64,9 @@ _START_SLICE = 0.05
 
 #: a controller still syncing a cluster after this many seconds is logged (once per attempt)
 _SYNC_SLOW = 5.0
+#: how long a cluster's leave waits for its reconciles in flight (their calls to it cut)
+#: before its on_cluster_disengaged callbacks run anyway, said in a warning (seconds)
+_LEAVE_WAIT = 5.0
 
 
 class _NotSynced(TimeoutError):
@@ -410,10 +413,13 @@ class Manager:
     def on_cluster_disengaged(self, fn: Callable[[str], None]) -> Callable[[], None]:
         """Call ``fn(cluster_name)`` each time a cluster is disengaged; returns a function that cancels it.
 
-        Called after the controllers let go of the cluster and the library
-        dropped its own per-cluster metrics series: drop your own there too
-        (``my_gauge.remove(cluster_name)``) or forget per-cluster state. ``fn``
-        runs on the thread ending the engagement; it must not block for long.
+        Called after the controllers let go of the cluster, its reconciles in flight
+        then ended (their calls to it were cut; one still running after 5 s, or
+        ``graceful_shutdown_timeout`` if shorter, is named in a warning and not waited
+        for), and the library dropped its own per-cluster metrics series: drop your own
+        there too (``my_gauge.remove(cluster_name)``), stop the threads your reconciler
+        started for the cluster's objects, or forget per-cluster state. ``fn`` runs on
+        the thread ending the engagement; it must not block for long.
         """
         with self._lock:
             self._disengaged_callbacks.append(fn)
@@ -1176,6 +1182,7 @@ class Manager:
         self.metrics.cluster_engagement("disengage")
         if self._heap is not None:
             self._heap.thaw()  # the next full collection frees what the cluster left
+        self._wait_for_reconciles_of(eng.name)
         with self._lock:
             callbacks = list(self._disengaged_callbacks)
         for cb in callbacks:
@@ -1189,6 +1196,34 @@ class Manager:
                     extra=log_fields(cluster=eng.name),
                 )
         log.info("cluster=%s disengaged (was %s)", name, was, extra=log_fields(cluster=eng.name))
+
+    def _wait_for_reconciles_of(self, name: str) -> None:
+        """Wait for the reconciles of cluster ``name`` still running as it left (their calls
+        to it were cut), up to ``_LEAVE_WAIT`` (or ``graceful_shutdown_timeout`` if shorter),
+        before the callbacks forget the cluster: a reconcile ending after them would start
+        again what they stopped (a thread per object) or record it anew (a metric series).
+        Bounded: the thread ending the engagement may be a provider's, which the other
+        clusters wait for. Not while stopping: the stop waited for every reconcile already."""
+        if self._stop.is_set():
+            return
+        bound = min(_LEAVE_WAIT, self.options.graceful_shutdown_timeout)
+        end = time.monotonic() + bound
+        for c in self.controllers:
+            still = c.wait_for_cluster_reconciles(name, max(0.0, end - time.monotonic()))
+            if still:
+                log.warning(
+                    "controller=%s cluster=%s: %d reconcile%s of the cluster that left still "
+                    "running after %gs (%s); its on_cluster_disengaged callbacks run now, "
+                    "and what %s after them is not undone",
+                    c.name,
+                    display_name(name),
+                    len(still),
+                    "" if len(still) == 1 else "s",
+                    bound,
+                    ", ".join(sorted(r.key for r in still)),
+                    "it does" if len(still) == 1 else "they do",
+                    extra=log_fields(cluster=name, controller=c.name),
+                )
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -1741,7 +1776,30 @@ class Manager:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
+        """[`stop()`][mcruntime.manager.Manager.stop], then raise the error that stopped the
+        manager on its own, as [`run()`][mcruntime.manager.Manager.run] does."""
         self.stop()
+        self._raise_fatal_error(exc)
+
+    def _raise_fatal_error(self, exc_info: tuple[object, ...]) -> None:
+        """At the end of a ``with`` block: raise `fatal_error` (a reconciler's exception with
+        ``recover_panic=False``, its ``sys.exit()``, a runnable's error), or
+        `LeaderElectionLost` after a lost election, as `run()` does and kopf's
+        ``KopfRunner`` re-raises the operator's: a test inside the block would otherwise see
+        only a wait that timed out, or pass, and a replica's process would exit 0. When the
+        block raised an error itself, it goes on, with a note naming the fatal one."""
+        fatal = self.fatal_error
+        if fatal is None and self.leader_lost:
+            fatal = LeaderElectionLost("this replica lost its leader election and stopped")
+        exc = exc_info[1] if len(exc_info) > 1 else None
+        if fatal is None or exc is fatal:
+            return
+        if exc is None:
+            raise fatal
+        if isinstance(exc, Exception):
+            exc.add_note(
+                f"(the manager had stopped on an error of its own: {describe_error(fatal)})"
+            )
 
     # -- from an asyncio application ---------------------------------------------------
 
@@ -1835,7 +1893,10 @@ class Manager:
         return await self.astart()
 
     async def __aexit__(self, *exc: object) -> None:
+        """[`astop()`][mcruntime.manager.Manager.astop], then raise the error that stopped the
+        manager on its own, as [`arun()`][mcruntime.manager.Manager.arun] does."""
         await self.astop()
+        self._raise_fatal_error(exc)
 
     def __repr__(self) -> str:
         # `is not None`: a provider is a collection of clusters, falsy while it has none

@@ -195,12 +195,16 @@ class AnnotationChanged(_UpdateOnly):
 
 
 class FieldChanged(Predicate):
-    """Passes updates that changed the value at a dotted ``path`` (``"spec.replicas"``);
-    creates, deletes and generic events pass.
+    """Passes updates that changed the value at a dotted ``path`` (``"spec.replicas"``),
+    and the update that starts the object's deletion; creates, deletes and generic events pass.
 
-    What kopf's ``@kopf.on.field(..., field="spec.replicas")`` reacts to. A missing field
-    and one set to null read alike; a path through a list does not index it (the whole
-    list is compared at the last key that names one). A map key with a dot cannot be named.
+    What kopf's ``@kopf.on.field(..., field="spec.replicas")`` reacts to. The update that
+    sets ``metadata.deletionTimestamp`` passes whatever the field holds: it is the only
+    event of an object a finalizer holds until its cleanup runs, and dropping it would leave
+    the object (and a namespace deleted with it) terminating for ever, as kopf's deletion
+    handlers run whatever its field handlers filter. A missing field and one set to null
+    read alike; a path through a list does not index it (the whole list is compared at the
+    last key that names one). A map key with a dot cannot be named.
     """
 
     def __init__(self, path: str) -> None:
@@ -220,7 +224,13 @@ class FieldChanged(Predicate):
         return obj
 
     def update(self, event: UpdateEvent) -> bool:
-        return bool(self._at(event.object_old) != self._at(event.object_new))
+        if self._at(event.object_old) != self._at(event.object_new):
+            return True
+        # the deletion began: a finalizer's cleanup waits for this event alone
+        return bool(
+            meta(event.object_new).get("deletionTimestamp")
+            and not meta(event.object_old).get("deletionTimestamp")
+        )
 
     def __repr__(self) -> str:
         return f"FieldChanged({self.path!r})"

@@ -113,8 +113,10 @@ class RequeueAfter(Exception):
     same message again, or none, at DEBUG, as a returned ``Result`` is).
 
     For what must wait deep inside helpers (a database not ready yet), as kopf's
-    ``TemporaryError(message, delay=...)``. ``delay`` is seconds or a ``timedelta``,
-    positive and finite.
+    ``TemporaryError(message, delay=...)``; from a finalizer's cleanup too (the
+    `FinalizeError` raised for it, or a group, whose errors are all ``RequeueAfter``, runs
+    again after the shortest delay). ``delay`` is seconds or a ``timedelta``, positive
+    and finite.
     """
 
     def __init__(self, delay: float | timedelta, message: str = "") -> None:

@@ -150,6 +150,9 @@ class Queue:
         self._seq = 0
         self._timer_at: float | None = None
         self._waiting = 0
+        # threads in `wait_key_done`: `_done_locked` notifies `_idle` as a held item is done
+        # only while there are some
+        self._key_waiters = 0
         # adds made while no worker waits, taken in by the next locked call (see `add`)
         self._inbox: deque[tuple[Any, float, int]] = deque()
         self._shutting_down = False
@@ -405,6 +408,8 @@ class Queue:
             self._held_by_key[key] = held
         else:
             del self._held_by_key[key]
+        if self._key_waiters:
+            self._idle.notify_all()
         if (
             key in self._parked
             and (self._limit is None or held < self._limit)
@@ -428,6 +433,29 @@ class Queue:
                 self._cond.notify()
         if self._shutting_down and not self._held:
             self._idle.notify_all()
+
+    def wait_key_done(self, key: str, timeout: float | None = None, *, keep: int = 0) -> bool:
+        """Block until workers hold at most ``keep`` items of fair key ``key``; False if
+        ``timeout`` seconds passed first.
+
+        For a cluster that left: its queued items were dropped, and the ones workers held
+        when it left end here (``keep``: the caller's own, when a worker waits).
+        """
+        end = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            self._key_waiters += 1
+            try:
+                while self._held_by_key.get(key, 0) > keep:
+                    if end is None:
+                        self._idle.wait()
+                        continue
+                    remaining = end - time.monotonic()
+                    if remaining <= 0:
+                        return False
+                    self._idle.wait(remaining)
+                return True
+            finally:
+                self._key_waiters -= 1
 
     # -- shutdown -----------------------------------------------------------------
 

@@ -167,7 +167,8 @@ class Sharded:
         self._fences = LeaseObserver(clock)
         self._lock = threading.Lock()
         self._shards: dict[str, _Shard] = {}
-        #: teardowns of clusters whose fence expired (joined when the coordinator stops)
+        #: teardowns of clusters whose fence expired or that were handed off (joined when the
+        #: coordinator stops)
         self._expiring: list[threading.Thread] = []
         self._ready = threading.Event()
         self._halt = threading.Event()
@@ -635,7 +636,11 @@ class Sharded:
         return run
 
     def _end(self, name: str, run: _Run, fence: LeaseHolder) -> bool:
-        """End ``run`` and wait for its in-flight reconciles while keeping the fence; False if lost."""
+        """End ``run`` and wait for its in-flight reconciles while keeping the fence; False if lost.
+
+        The teardown runs on a thread of its own, the fence renewed meanwhile: it waits for
+        the cluster's reconciles in flight before the ``on_cluster_disengaged`` callbacks,
+        removes webhook configurations and joins informers, which may take seconds."""
         log.info(
             "coordinator peer=%s cluster=%s: handing off",
             self.peer.id,
@@ -643,10 +648,12 @@ class Sharded:
             extra=log_fields(cluster=name),
         )
         self._set_running(name, False)
-        run.lifetime.set()
+        ending = start_thread(run.lifetime.set, thread_name("coordinator", name, "end"))
+        with self._lock:  # (joined when the coordinator stops, if still running then)
+            self._expiring = [t for t in self._expiring if t.is_alive()] + [ending]
         end = time.monotonic() + self.drain_timeout
         next_renew = self._next_renew(fence)
-        while self._in_flight(name):
+        while ending.is_alive() or self._in_flight(name):
             if time.monotonic() >= end:
                 log.warning(
                     "coordinator cluster=%s: reconciles still running after %.1fs; releasing anyway",
@@ -661,7 +668,10 @@ class Sharded:
                     return False
                 self._guard(name, run, fence)
                 next_renew = self._next_renew(fence)
-            time.sleep(_DRAIN_POLL)
+            if ending.is_alive():
+                ending.join(_DRAIN_POLL)
+            else:
+                time.sleep(_DRAIN_POLL)
         # the run is over: nothing is left for the watchdog to stop. A deadline armed by a
         # renewal during the drain would otherwise fire after a clean release, as a lost fence
         self._watchdog.disarm(name)

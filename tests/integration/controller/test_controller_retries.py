@@ -618,6 +618,49 @@ def test_requeue_after_raised_from_a_helper_reruns_after_its_delay_without_an_er
     assert ctrl.queue.num_requeues(Request("default", "waits")) == 0  # no backoff built up
 
 
+def test_a_group_made_only_of_requeue_afters_reruns_after_the_shortest_and_a_mixed_one_fails(
+    kube: Cluster, make_manager: Callable[..., Manager], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Helpers run side by side (a TaskGroup's ExceptionGroup) that each said "later":
+    run again after the shortest delay, as one of them raised alone would. With any other
+    error among them, it is an error, retried with backoff."""
+    caplog.set_level(logging.INFO, logger="mcruntime.controller")
+    calls = Calls()
+
+    def reconcile(req: Request) -> None:
+        calls.record(req)
+        later: list[Exception] = [
+            RequeueAfter(0.5, "the bucket is not empty"),
+            RequeueAfter(0.3, "no quota yet"),
+        ]
+        if req.name == "mixed":
+            later.append(RuntimeError("the bucket service is down"))
+        if calls.count(req.name) < 3:
+            raise ExceptionGroup("helpers failed", later)
+
+    mgr = make_manager()
+    ctrl = run(mgr, reconcile, rate_limiter=ItemExponentialFailureRateLimiter(BASE, 1))
+    kube.client.create(configmap("later"))
+    kube.client.create(configmap("mixed"))
+    calls.wait_count(3, "later")
+    calls.wait_count(3, "mixed")
+    for gap in gaps(calls.times("later")):
+        assert 0.3 <= gap < 0.3 + 0.5, f"requeued after {gap:.3f}s, not the shortest 0.3s"
+    said = [
+        (r.levelno, r.getMessage()) for r in caplog.records if "request=default/" in r.getMessage()
+    ]
+    requeued = (
+        logging.INFO,
+        "controller=retries cluster=local request=default/later: requeued in 0.3s: "
+        "the bucket is not empty; no quota yet",
+    )
+    assert said.count(requeued) == 1  # (its repeat said at debug level, as one raised alone)
+    mixed = [(level, text) for level, text in said if "request=default/mixed" in text]
+    assert [level for level, _ in mixed] == [logging.ERROR, logging.ERROR]
+    assert "reconcile failed (retry 1): ExceptionGroup: helpers failed" in mixed[0][1]
+    assert ctrl.queue.num_requeues(Request("default", "later")) == 0  # no backoff built up
+
+
 @pytest.mark.parametrize("delay", [0, -1, True, "5", float("nan"), float("inf")])
 def test_requeue_after_needs_a_positive_delay(delay: Any) -> None:
     with pytest.raises(TypeError, match="RequeueAfter needs a positive, finite delay"):
@@ -681,9 +724,19 @@ def test_a_reconciler_that_cannot_take_a_request_is_refused_when_the_controller_
 def test_without_recover_panic_an_exception_stops_the_manager_and_run_raises_it(
     srv: Any, make_manager: Any
 ) -> None:
+    mgr = make_manager()
+    trigger, boom = _crashing(mgr)
+    t, raised = run_in_thread(mgr)
+    trigger.send({"metadata": {"name": "x", "namespace": "default"}})
+    t.join(15)
+    assert not t.is_alive(), "the manager kept running after a fatal reconcile error"
+    assert raised and isinstance(raised[0], boom)
+
+
+def _crashing(mgr: Manager) -> tuple[Any, type[Exception]]:
+    """A controller whose reconciler raises with ``recover_panic=False``; its trigger and error."""
     from mcruntime.source import Channel
 
-    mgr = make_manager()
     trigger = Channel()
 
     class Boom(Exception):
@@ -695,11 +748,34 @@ def test_without_recover_panic_an_exception_stops_the_manager_and_run_raises_it(
     mcruntime.controller_managed_by(mgr).named("crashy").watches(trigger).with_options(
         recover_panic=False
     ).complete(reconcile)
-    t, raised = run_in_thread(mgr)
-    trigger.send({"metadata": {"name": "x", "namespace": "default"}})
-    t.join(15)
-    assert not t.is_alive(), "the manager kept running after a fatal reconcile error"
-    assert raised and isinstance(raised[0], Boom)
+    return trigger, Boom
+
+
+def test_a_with_block_raises_the_error_that_stopped_the_manager(
+    srv: Any, make_manager: Any
+) -> None:
+    """A test of an operator inside ``with mgr:`` (kopf's ``KopfRunner``, which re-raises the
+    operator's error): the reconciler's fatal error is raised at the block's end, as ``run()``
+    raises it, not left to a wait that times out."""
+    mgr = make_manager()
+    trigger, boom = _crashing(mgr)
+    with pytest.raises(boom, match="cannot handle x"), mgr:
+        trigger.send({"metadata": {"name": "x", "namespace": "default"}})
+        assert mgr.wait(15), "the manager kept running after a fatal reconcile error"
+
+
+def test_an_error_of_the_with_block_itself_goes_on_naming_the_fatal_one(
+    srv: Any, make_manager: Any
+) -> None:
+    mgr = make_manager()
+    trigger, _ = _crashing(mgr)
+    with pytest.raises(AssertionError) as raised, mgr:
+        trigger.send({"metadata": {"name": "x", "namespace": "default"}})
+        assert mgr.wait(15)
+        raise AssertionError("what the test waited for never came")
+    assert raised.value.__notes__ == [
+        "(the manager had stopped on an error of its own: Boom: cannot handle x)"
+    ]
 
 
 def test_writes_a_failing_webhook_answers_with_500_are_one_warning_per_streak(

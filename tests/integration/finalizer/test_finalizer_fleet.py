@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 import mcruntime
+from mcruntime import RequeueAfter
 from mcruntime.envtest import wait_for
 from mcruntime.errors import NotFound, ignore_not_found
 from mcruntime.finalizer import Finalizers
+from mcruntime.predicate import FieldChanged
 from mcruntime.reconcile import Request
 from mcruntime.workqueue import ItemExponentialFailureRateLimiter
 from tests.integration.multicluster._mc_helpers import CM, configmap, fleet_provider, running
@@ -31,6 +36,25 @@ def _gone(client: Any, name: str) -> bool:
 
 def _finalizers(client: Any, name: str) -> list[str]:
     return list(client.get(CM, name, "default")["metadata"].get("finalizers") or [])
+
+
+def _finalizing(mgr: mcruntime.Manager, fin: Finalizers) -> Callable[[Request], None]:
+    """The reconciler of the finalizer pages: ``finalize``, write what changed, raise what failed."""
+
+    def reconcile(req: Request) -> None:
+        client = mgr.get_cluster(req.cluster_name).client
+        try:
+            cm = client.get(CM, req.name, req.namespace)
+        except NotFound:
+            return
+        result = fin.finalize(cm, req)
+        if result.updated:
+            with ignore_not_found():  # the last finalizer removed: the object is gone
+                client.update(cm)
+        if result.error:
+            raise result.error
+
+    return reconcile
 
 
 def test_keys_added_cleanups_run_on_delete_and_a_failing_cleanup_retried_in_every_cluster(
@@ -56,25 +80,12 @@ def test_keys_added_cleanups_run_on_delete_and_a_failing_cleanup_retried_in_ever
         with lock:
             cleaned.append((req.cluster_name, name))
 
-    def reconcile(req: Request) -> None:
-        client = mgr.get_cluster(req.cluster_name).client
-        try:
-            cm = client.get(CM, req.name, req.namespace)
-        except NotFound:
-            return
-        result = fin.finalize(cm, req)
-        if result.updated:
-            with ignore_not_found():  # the last finalizer removed: the object is gone
-                client.update(cm)
-        if result.error:
-            raise result.error
-
     (
         mcruntime.controller_managed_by(mgr)
         .named("finalizers")
         .for_(CM)
         .with_options(rate_limiter=ItemExponentialFailureRateLimiter(base=0.05, max=0.2))
-        .complete(reconcile)
+        .complete(_finalizing(mgr, fin))
     )
     with running(mgr):
         wait_for(lambda: set(mgr.engaged_clusters()) == set(fleet.names), what="fleet engaged")
@@ -120,3 +131,81 @@ def test_keys_added_cleanups_run_on_delete_and_a_failing_cleanup_retried_in_ever
                 (name, "stuck") for name in fleet.names
             ]
             assert attempts[fleet.names[0], "plain"] == 1
+
+
+def test_a_deleted_object_is_cleaned_up_under_a_field_changed_filter(
+    make_envtest_fleet: Any,
+) -> None:
+    """kopf's ``@kopf.on.field`` mapped to ``for_(kind, FieldChanged(path))`` beside a
+    finalizer: the deletion changes no such field, and its cleanup runs all the same."""
+    fleet = make_envtest_fleet(1)
+    mgr = mcruntime.Manager(provider=fleet_provider(fleet))
+    cleaned: list[str] = []
+    fin = Finalizers()
+    fin.register(KEY, lambda obj, req: cleaned.append(obj["metadata"]["name"]))
+    (
+        mcruntime.controller_managed_by(mgr)
+        .named("filtered")
+        .for_(CM, FieldChanged("data.size"))
+        .complete(_finalizing(mgr, fin))
+    )
+    with running(mgr):
+        name = fleet.names[0]
+        wait_for(lambda: mgr.engaged_clusters() == [name], what="cluster engaged")
+        client, api = mgr.get_cluster(name).client, mgr.get_api_reader(name)
+        client.create(configmap("web", size="1"))
+        wait_for(
+            lambda: api.get(CM, "web", "default")["metadata"].get("finalizers") == [KEY],
+            what="finalizer added",
+        )
+        client.delete(CM, "web", "default")
+        # only the update that starts the deletion brings it to the reconciler
+        wait_for(lambda: _gone(api, "web"), timeout=10, what="the object cleaned up and deleted")
+        assert cleaned == ["web"]
+
+
+def test_a_cleanup_that_raises_requeue_after_runs_again_after_its_delay_without_an_error(
+    make_envtest_fleet: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """kopf's ``TemporaryError(delay=...)`` in a deletion handler, ported as
+    ``raise RequeueAfter(...)`` (from any depth): the cleanup runs again after the delay,
+    said at info level, not as an error retried with backoff at once."""
+    caplog.set_level(logging.INFO, logger="mcruntime.controller")
+    fleet = make_envtest_fleet(1)
+    mgr = mcruntime.Manager(provider=fleet_provider(fleet))
+    runs: list[float] = []
+    fin = Finalizers()
+
+    @fin.register(KEY)
+    def empty_the_bucket(obj: dict[str, Any], req: Request) -> None:
+        runs.append(time.monotonic())
+        if len(runs) < 3:
+            raise RequeueAfter(0.3, "the bucket is still emptying")
+
+    mcruntime.controller_managed_by(mgr).named("buckets").for_(CM).complete(_finalizing(mgr, fin))
+    with running(mgr):
+        name = fleet.names[0]
+        wait_for(lambda: mgr.engaged_clusters() == [name], what="cluster engaged")
+        client, api = mgr.get_cluster(name).client, mgr.get_api_reader(name)
+        client.create(configmap("bucket"))
+        wait_for(
+            lambda: api.get(CM, "bucket", "default")["metadata"].get("finalizers") == [KEY],
+            what="finalizer added",
+        )
+        client.delete(CM, "bucket", "default")
+        wait_for(lambda: _gone(api, "bucket"), timeout=10, what="the bucket emptied, then deleted")
+    assert len(runs) == 3
+    for gap in (b - a for a, b in zip(runs, runs[1:], strict=False)):
+        assert gap >= 0.3, f"the cleanup ran again after {gap:.3f}s, not the 0.3s asked"
+    said = [
+        (r.levelno, r.getMessage())
+        for r in caplog.records
+        if "request=default/bucket" in r.getMessage()
+    ]
+    assert said == [  # once: its repeat is said at debug level
+        (
+            logging.INFO,
+            f"controller=buckets cluster={name} request=default/bucket: requeued in 0.3s: "
+            "the bucket is still emptying",
+        )
+    ]

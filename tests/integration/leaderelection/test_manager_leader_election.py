@@ -272,6 +272,23 @@ def test_a_controller_added_to_a_running_standby_waits_for_leadership(
     wait_for(lambda: {"cm", "cm3"} <= set(late), timeout=LEASE + 2)
 
 
+def test_a_with_block_raises_after_a_lost_election(
+    server: Any, replicas: tuple[list[Replica], list[tuple[str, str]]]
+) -> None:
+    """As ``run()`` raises it: ``with mgr: mgr.wait()`` ends the replica with the error,
+    not quietly (its process would exit 0 and not be restarted to stand again)."""
+    from mcruntime.leaderelection import LeaderElectionLost
+
+    (a, _b), reconciled = replicas
+    try:
+        with pytest.raises(LeaderElectionLost, match="lost its leader election"), a.mgr:
+            wait_for(lambda: ("a", "cm") in reconciled)
+            server.stop()
+            assert a.mgr.wait(LEASE + 8), "the manager stops itself when leadership is lost"
+    finally:
+        server.start()
+
+
 def test_run_raises_after_a_lost_election(
     server: Any, replicas: tuple[list[Replica], list[tuple[str, str]]]
 ) -> None:

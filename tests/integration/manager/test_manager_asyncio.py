@@ -185,6 +185,26 @@ def test_async_with_starts_and_stops_the_manager(
     assert not logged(caplog, logging.WARNING, containing="running asyncio event loop")
 
 
+def test_async_with_raises_the_error_that_stopped_the_manager(make_envtest_server: Any) -> None:
+    """As ``arun()`` raises it (and kopf's ``KopfRunner``): a reconciler's exit ends the block
+    with it, not with a wait that times out."""
+    server = make_envtest_server("afatal")
+    create_cms(server, ["web"])
+    mgr = mcruntime.Manager(cluster_of(server, ""))
+
+    async def reconcile(req: Request) -> None:
+        raise SystemExit(f"cannot go on with {req.name}")
+
+    mcruntime.controller_managed_by(mgr).for_(CM).complete(reconcile)
+
+    async def app() -> None:
+        async with mgr:
+            assert await asyncio.to_thread(mgr.wait, 15), "the reconciler's exit stopped it"
+
+    with pytest.raises(SystemExit, match="cannot go on with web"):
+        asyncio.run(app())
+
+
 def test_arun_stops_the_manager_when_its_task_is_cancelled(make_envtest_server: Any) -> None:
     # the obvious way before: await asyncio.to_thread(mgr.run): a cancel (Ctrl-C under
     # asyncio.run) left the manager running and asyncio.run waiting for its thread for ever

@@ -67,13 +67,18 @@ def test_in_flight_reconciles_finish_and_are_not_requeued_after_the_cluster_is_r
         assert entered.wait(10), "a reconcile of cluster-1 is in flight"
         first = rec.requests[-1]
         wait_for(lambda: len(ctrl.queue) > 0, what="a backlog queued behind it")
-        provider.remove("cluster-1")
+        # (the removal waits for the reconcile in flight before its on_cluster_disengaged
+        # callbacks: on a thread of its own while the test looks at the controller)
+        removal = threading.Thread(target=provider.remove, args=("cluster-1",))
+        removal.start()
         wait_for(
             lambda: "cluster-1" not in ctrl.engaged_clusters(), what="disengaged while in flight"
         )
         assert len(ctrl.queue) == 0, "the gone cluster's queued requests are dropped"
         release.set()
         assert finished.wait(10), "the in-flight reconcile finishes"
+        removal.join(10)
+        assert not removal.is_alive(), "the removal ends with the reconcile it waited for"
         # a marker on the other cluster has run after any re-queued request would have
         create_cms(fleet["cluster-0"], ["marker"])
         wait_for(lambda: rec.saw("cluster-0", "default/marker"))

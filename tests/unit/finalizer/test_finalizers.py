@@ -191,6 +191,28 @@ def test_a_key_the_api_server_would_refuse_is_refused_when_registered(key: str, 
     assert fin.keys() == ["cleanup"]
 
 
+def test_an_async_cleanup_is_refused_saying_how_an_async_reconciler_calls_finalize() -> None:
+    """A kopf port's deletion handler is a coroutine: finalize() would never await it. The
+    refusal says what works from an ``async def`` reconciler (its cleanup made plain)."""
+    fin = Finalizers()
+
+    async def delete_bucket(obj: dict[str, Any]) -> None: ...
+
+    with pytest.raises(TypeError) as refused:
+        fin.register("example.com/bucket", delete_bucket)
+    said = str(refused.value)
+    assert said.startswith(
+        "the cleanup of finalizer 'example.com/bucket', "
+        "test_an_async_cleanup_is_refused_saying_how_an_async_reconciler_calls_finalize."
+        "<locals>.delete_bucket is a coroutine function (async def)"
+    )
+    assert said.endswith(
+        "pass a plain function, and from an async def reconciler call finalize() off the "
+        "event loop: await cluster.aclient.run_sync(finalizers.finalize, obj, req)"
+    )
+    assert fin.keys() == []
+
+
 def test_registries_are_independent() -> None:
     one, two = Finalizers(), Finalizers()
     one.register(A, lambda obj: None)

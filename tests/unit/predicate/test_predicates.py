@@ -108,6 +108,24 @@ def test_field_changed_passes_updates_of_that_field_only():
             FieldChanged(bad)
 
 
+def test_field_changed_passes_the_update_that_starts_the_deletion():
+    """A finalizer holds the object: the update setting deletionTimestamp is its only event
+    before the cleanup, so a field filter (kopf's ``@kopf.on.field``) must not drop it."""
+
+    def widget(deleting: bool = False, **spec):
+        meta = {"name": "w", "finalizers": ["example.com/cleanup"]}
+        if deleting:
+            meta["deletionTimestamp"] = "2026-11-29T20:00:00Z"
+        return {"metadata": meta, "spec": spec}
+
+    p = FieldChanged("spec.replicas")
+    assert p.update(UpdateEvent(widget(replicas=1), widget(deleting=True, replicas=1)))
+    # once deleting, other updates (a finalizer of someone else's removed) are filtered again
+    assert not p.update(
+        UpdateEvent(widget(deleting=True, replicas=1), widget(deleting=True, replicas=1))
+    )
+
+
 def test_a_predicate_s_repr_names_it_and_its_functions_for_the_logs():
     """An informer's log of a failing predicate shows it by its repr (badinput #15)."""
 

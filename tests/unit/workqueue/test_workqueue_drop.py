@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from mcruntime.workqueue import ItemExponentialFailureRateLimiter, Queue
@@ -94,3 +96,25 @@ def test_drop_leaves_no_state_behind_for_a_gone_cluster() -> None:
         q.drop(in_cluster(f"c{i}"))
     assert [lv.ready for lv in q._order] == [{}]  # noqa: SLF001 - a churning fleet must not grow the queue
     assert q._entries == {}  # noqa: SLF001
+
+
+def test_wait_key_done_returns_once_the_held_items_of_the_cluster_are_done() -> None:
+    """What a cluster's leave waits for: its items workers held when it left."""
+    q = Queue(fair_key=lambda r: r.cluster_name)
+    first, second, other = Req("gone", "a"), Req("gone", "b"), Req("stays", "c")
+    for item in (first, second, other):
+        q.add(item)
+    held = [q.get(timeout=0) for _ in range(3)]
+    assert set(held) == {first, second, other}
+    assert not q.wait_key_done("gone", timeout=0)  # two held
+    assert q.wait_key_done("gone", timeout=0, keep=2)  # (a worker's own kept)
+
+    waited: list[bool] = []
+    waiter = threading.Thread(target=lambda: waited.append(q.wait_key_done("gone", 10)))
+    waiter.start()
+    q.done(first)
+    assert not q.wait_key_done("gone", timeout=0)  # one still held
+    q.done(second)
+    waiter.join(10)
+    assert waited == [True]  # the other cluster's item still held does not count
+    assert q.wait_key_done("never-seen", timeout=0)
