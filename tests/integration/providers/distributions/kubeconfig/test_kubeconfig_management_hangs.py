@@ -1,6 +1,6 @@
 """The ``kubeconfig`` provider over a management cluster that hangs (accepts connections, never
 answers: a frozen kube-apiserver, a black-holed path): said once, with what it means, in its
-``discovery_error``; start is not held its whole bound; the recovery re-engages
+``discovery_error`` and ``/readyz``; start is not held its whole bound; the recovery re-engages
 nothing and what changed meanwhile is taken once."""
 
 from __future__ import annotations
@@ -22,10 +22,13 @@ pytest.importorskip(
 
 from mcruntime_kubeconfig import DEFAULT_LABEL, Provider  # noqa: E402
 
+import mcruntime  # noqa: E402
 from mcruntime.cluster import Cluster  # noqa: E402
 from mcruntime.envtest import APIServer, Fleet, Proxy  # noqa: E402
+from mcruntime.manager import Manager, ManagerOptions  # noqa: E402
 from mcruntime.multicluster import _management  # noqa: E402
 from tests._logs import logged  # noqa: E402
+from tests.integration.manager._http import get  # noqa: E402
 
 from .._support import (  # noqa: E402
     RecordingAware,
@@ -159,3 +162,30 @@ def test_start_is_not_held_its_whole_bound_by_a_management_cluster_hung_from_the
     wait_for(lambda: provider.discovery_error is None, timeout=5, what="the error cleared")
     run.stop()
     thread_baseline()
+
+
+def test_readyz_shows_a_hung_management_cluster_without_failing(path: Proxy, fleet: Fleet) -> None:
+    provider = provider_through(path)
+    mgr = Manager(
+        provider=provider, options=ManagerOptions(health_probe_bind_address="127.0.0.1:0")
+    )
+    mcruntime.controller_managed_by(mgr).for_("v1/ConfigMap").complete(lambda req: None)
+    mgr.start()
+    try:
+        wait_for(lambda: len(mgr.engaged_clusters()) == 2, timeout=15, what="members engaged")
+        address, url = mgr.health_probe_address, "/readyz?verbose"
+        path.freeze()
+        wait_for(lambda: provider.discovery_error is not None, timeout=BOUND, what="the hang")
+        status, body = get(address, url)
+        assert status == 200, body
+        lines = [ln for ln in body.splitlines() if ln.startswith("[!]provider/kubeconfig ")]
+        assert len(lines) == 1, body
+        assert "management cluster hub" in lines[0] and "(does not fail readyz)" in lines[0]
+        assert "[+]cluster/eu ok" in body and "[+]cluster/us ok" in body
+        path.thaw()
+        wait_for(lambda: provider.discovery_error is None, timeout=BOUND, what="the recovery")
+        status, body = get(address, url)
+        assert status == 200 and "provider/" not in body, body
+    finally:
+        path.thaw()
+        mgr.stop()
