@@ -267,7 +267,7 @@ class ManagementCluster:
         health, self._health = self._health, None
         self._current = None
         if health is not None:
-            health.stop()
+            health.end()
         unlink, self._unlink = self._unlink, None
         if unlink is not None:
             unlink()
@@ -276,6 +276,9 @@ class ManagementCluster:
             run.stop()
         if self.owned:
             self.cluster.stop()
+        if health is not None:
+            # a probe in flight ended with the run's cluster (a run's own): joined at once
+            health.join()
 
 
 class _HealthCheck:
@@ -293,12 +296,20 @@ class _HealthCheck:
             self._run, thread_name("management-health", cluster.name, provider.provider_name)
         )
 
-    def stop(self) -> None:
-        """End the check; a probe in flight ends at once when the run's cluster stopped, else
-        by its deadline."""
+    def end(self) -> None:
+        """Tell the check to end (no probe starts from now on)."""
         self._end.set()
+
+    def join(self) -> None:
+        """Wait for the check's thread: a probe in flight ends at once when the run's cluster
+        stopped, else by its deadline."""
         if self._thread is not threading.current_thread():
             self._thread.join(HEALTH_TIMEOUT + 1)
+
+    def stop(self) -> None:
+        """`end` and `join`."""
+        self.end()
+        self.join()
 
     def _run(self) -> None:
         rest = self.cluster.rest
@@ -353,9 +364,8 @@ class _HealthCheck:
                 reason,
                 key=_PROBING,
                 retry=(
-                    "no cluster is engaged or disengaged from it until it answers (the "
-                    f"{len(self.provider)} engaged keep running); "
-                    f"probing every {HEALTH_RETRY:g}s"
+                    "no cluster is engaged or disengaged from it until it answers"
+                    f"{_keep_running(len(self.provider))}; probing every {HEALTH_RETRY:g}s"
                 ),
             )
         elif was is not None:
@@ -363,3 +373,14 @@ class _HealthCheck:
             self._streaks.recovered(name, _PROBING, key=_PROBING, detail="; watching again")
             for informer in self.informers:
                 informer.retry_now()
+
+
+def _keep_running(engaged: int) -> str:
+    """What a hung management cluster leaves running, for its warning."""
+    if engaged == 0:
+        return ""
+    return (
+        f" (the {engaged} engaged keep running)"
+        if engaged > 1
+        else " (the one engaged keeps running)"
+    )
