@@ -248,7 +248,7 @@ def check_management_hang_is_said(
     says it, and that both end at the thaw."""
     from mcruntime.multicluster import _management
 
-    for name, value in (("HEALTH_INTERVAL", 1.0), ("HEALTH_TIMEOUT", 0.5), ("HEALTH_RETRY", 0.2)):
+    for name, value in (("HEALTH_INTERVAL", 1.0), ("HEALTH_TIMEOUT", 1.0), ("HEALTH_RETRY", 0.2)):
         monkeypatch.setattr(_management, name, value, raising=False)
     caplog.set_level(logging.INFO, logger="mcruntime.multicluster")
 

@@ -43,7 +43,7 @@ pytestmark = pytest.mark.timeout(60)
 NS = "fleet"
 ON = {DEFAULT_LABEL: "true"}
 #: short health timings: a hang is said within INTERVAL + TIMEOUT + a tick
-INTERVAL, TIMEOUT, RETRY = 1.0, 0.5, 0.2
+INTERVAL, TIMEOUT, RETRY = 1.0, 1.0, 0.2
 BOUND = INTERVAL + TIMEOUT + RETRY + 2.0
 MULTICLUSTER = "mcruntime.multicluster"
 
