@@ -143,7 +143,7 @@ def wait_for_first_lists(
     change, so holding `Manager.start` up would only delay the others), or, with
     ``management`` (whose [`check_health()`][mcruntime.multicluster.ManagementCluster.check_health]
     runs), its probe got no answer or a not-ready one (hung: the list would wait its whole
-    deadline). Meanwhile, and when it returns, ``provider.discovery_error`` is
+    deadline), or it cannot be reached. Meanwhile, and when it returns, ``provider.discovery_error`` is
     [`management_list_error()`][mcruntime.multicluster.management_list_error].
     The informers keep retrying with backoff either way: a list allowed later engages
     its clusters then.
@@ -251,8 +251,8 @@ class ManagementCluster:
         those engaged keep running), and `health_problem` says it (the provider's
         ``discovery_error``); it is probed every `HEALTH_RETRY` second until it answers,
         which is one info line, and the informers watch again at once (no backoff wait,
-        no relist: their clusters stay engaged). A refused connection or request is left to
-        the informers, whose failure says it with its cause. One thread, ended by `release()`.
+        no relist: their clusters stay engaged). A cluster that refuses connections or cannot
+        be reached is said alike, with the cause. One thread, ended by `release()`.
         """
         run = self._current
         if run is None:
@@ -349,8 +349,9 @@ class _HealthCheck:
             return not_ready(exc) if exc.status >= 500 else None
         except DeadlineExceeded:
             return f"no answer within {HEALTH_TIMEOUT:g}s"
-        except MCRuntimeError:
-            return None  # refused, unreachable: the informers' failure says it with its cause
+        except MCRuntimeError as exc:
+            # refused, unreachable: no answer either (and no recovery of a hung one)
+            return describe_error(exc)
         return None
 
     def _report(self, reason: str | None) -> None:

@@ -248,7 +248,7 @@ class Provider(Clusters):
             self._management.check_health(self, [informer])
             # the first list's Secrets are engaged by the handler before the informer syncs;
             # a management cluster that answers slowly holds start() up to its own bound,
-            # one that refuses the list, or does not answer its health probe, does not
+            # one that refuses the list, or fails its health probe (hung, unreachable), does not
             wait_for_first_lists(
                 self, [informer], stop, INITIAL_LIST_TIMEOUT, management=self._management
             )

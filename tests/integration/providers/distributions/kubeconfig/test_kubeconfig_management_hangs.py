@@ -189,3 +189,36 @@ def test_readyz_shows_a_hung_management_cluster_without_failing(path: Proxy, fle
     finally:
         path.thaw()
         mgr.stop()
+
+
+def test_a_management_cluster_that_refuses_connections_is_said_once_and_is_no_recovery(
+    management: APIServer,
+    fleet: Fleet,
+    run_provider: Callable[[Any, Any], Running],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # hung first, then refusing (its process gone): the refusal is no answer either, and
+    # ends no streak ("works again" only once it answers)
+    caplog.set_level(logging.INFO, logger=MULTICLUSTER)
+    aware = RecordingAware()
+    provider = Provider(Cluster.from_kubeconfig(management.kubeconfig(), name="hub"), namespace=NS)
+    run_provider(provider, aware)
+    wait_for(lambda: aware.names() == ["eu", "us"], timeout=15, what="both members engaged")
+    management.freeze()
+    wait_for(lambda: hang_warnings(caplog), timeout=BOUND + 2, what="the hang said")
+    management.thaw()
+    management.stop()
+    error = wait_for(
+        lambda: (e := provider.discovery_error) and "cannot reach" in e and e,
+        timeout=BOUND,
+        what="the refusal in discovery_error",
+    )
+    assert "management cluster hub" in error
+    time.sleep(3 * RETRY)
+    recovered = logged(caplog, logging.INFO, logger=MULTICLUSTER, containing="works again")
+    assert recovered == [] and len(hang_warnings(caplog)) == 1
+    management.start()
+    wait_for(lambda: provider.discovery_error is None, timeout=BOUND + 5, what="the recovery")
+    recovered = logged(caplog, logging.INFO, logger=MULTICLUSTER, containing="works again")
+    assert len(recovered) == 1
+    assert aware.count("end", "eu") == 0 and aware.count("end", "us") == 0
