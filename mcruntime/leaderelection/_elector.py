@@ -254,15 +254,23 @@ class LeaderElector:
             )
         return False
 
-    def _attempt(self, timeout: float, stop: threading.Event) -> bool:
+    def _attempt(
+        self, timeout: float, stop: threading.Event, renew_deadline: float | None = None
+    ) -> bool:
+        """One try to take or renew the Lease (``renew_deadline``: a renewal's, when the
+        leadership ends unless one succeeds)."""
         self._attempt_sent = self.clock()
         try:
             ok = self._holder.try_acquire_or_renew(timeout)
         finally:
             self._attempt_sent = None
-        if self._holder.last_error is None or not stop.is_set():
-            # an attempt cut by the stop is no failure to retry: the stop releases the Lease
-            self._note(self._holder.last_error)
+        error = self._holder.last_error
+        # an attempt cut by the stop is no failure to retry: the stop releases the Lease; nor
+        # is a renewal that failed too late for another before the renew deadline: the loss
+        # of the leadership says it (this failure, or the renewal's wait), and nothing is retried
+        last = renew_deadline is not None and self.clock() + self.retry_period >= renew_deadline
+        if error is None or not (stop.is_set() or last):
+            self._note(error)
         leader = self._holder.holder
         if leader and leader != self._reported_leader:
             self._reported_leader = leader
@@ -309,7 +317,7 @@ class LeaderElector:
             deadline = last + self.renew_deadline
             if now >= deadline or self._expired.is_set():
                 return False
-            if self._attempt(deadline - now, stop):
+            if self._attempt(deadline - now, stop, deadline):
                 if self._expired.is_set():
                     return False  # renewed too late: the work has already stopped
                 last = self._holder.last_renew or now

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -43,6 +42,10 @@ from typing import TYPE_CHECKING
 
 from mcruntime._local import display_name
 from mcruntime._logfields import log_fields
+from mcruntime._readyz import FAILED_CHECK as _FAILED_CHECK
+from mcruntime._readyz import PROBE_PATH as _PROBE_PATH
+from mcruntime._readyz import PROBE_QUERY as _PROBE_QUERY
+from mcruntime._readyz import not_ready as _not_ready
 from mcruntime._streak import FailureStreaks
 from mcruntime._threads import start_thread, thread_name
 from mcruntime.errors import APIError, ClusterLeft, DeadlineExceeded, MCRuntimeError
@@ -66,18 +69,11 @@ DEFAULT_HEALTH_INTERVAL = 10.0
 DEFAULT_HEALTH_TIMEOUT = 5.0
 #: how often an unhealthy cluster is probed (seconds): how fast recovery is noticed
 DEFAULT_HEALTH_RETRY = 1.0
-_PROBE_PATH = "/readyz"
-#: kube-apiserver's ``shutdown`` check fails from the start of a graceful shutdown, while the
-#: server still serves for ``--shutdown-delay-duration`` so that load balancers move away:
-#: a replica that goes (an upgrade rolling through) is no cluster that stopped serving
-_PROBE_QUERY = {"exclude": "shutdown"}
 #: answers of a cluster that does not serve or allow /readyz (a proxy, RBAC): it answered
 _NO_READYZ = frozenset({401, 403, 404})
 #: a cluster that did not serve /readyz is asked again after this many intervals, though
 #: it answers: a role granted again, a credential renewed, a proxy fixed
 _READYZ_RECHECK = 6
-#: a failed check's line in kube-apiserver's /readyz answer
-_FAILED_CHECK = re.compile(r"^\[-\]([A-Za-z0-9/_.:-]{1,100}) failed", re.MULTILINE)
 #: probes in flight at most (threads, started as needed): a probe of a hung cluster holds
 #: one for its whole deadline, so a mass outage (a region cut off) needs many at once
 _MAX_PROBES = 64
@@ -367,15 +363,3 @@ def _heard(cluster: Cluster, st: HealthState) -> float:
     """When ``cluster`` last answered a request (any answer, watch bytes too, when it does
     not serve /readyz)."""
     return cluster.rest.last_response if st.readyz else cluster.rest.last_answer
-
-
-def _not_ready(exc: APIError, failed: list[str] | None = None) -> str:
-    """Why a 5xx answer to /readyz means not ready: the failed checks it names (kube's
-    ``[-]etcd failed: reason withheld`` lines; ``failed`` when the caller found them
-    already), else its status. Nothing else of the body: what a proxy in between says is
-    not ours to log."""
-    if failed is None:
-        failed = _FAILED_CHECK.findall(exc.message)
-    if failed:
-        return f"not ready: {', '.join(dict.fromkeys(failed[:8]))} failed"
-    return f"not ready: GET {_PROBE_PATH} answered {exc.status}"

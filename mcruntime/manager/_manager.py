@@ -488,10 +488,16 @@ class Manager:
         return next((s.address for s in self._servers if "probes" in s.name), None)
 
     def _cluster_readiness(self) -> list[CheckResult]:
-        """One line per cluster: synced caches pass; an unreachable provider cluster is shown, not failing."""
+        """One line per cluster: synced caches pass; an unreachable provider cluster is shown, not
+        failing; so is a provider whose discovery fails (its management cluster hung or refusing)."""
         if not self._started or self._stop.is_set():
             return [CheckResult("manager", False, "not running")]
         results = [CheckResult("manager", True)]
+        if self.provider is not None and (error := getattr(self.provider, "discovery_error", None)):
+            # its engaged clusters keep working: no cluster comes or goes until it recovers
+            results.append(
+                CheckResult(f"provider/{self._provider_name()}", False, error, informational=True)
+            )
         with self._lock:
             engagements = list(self._engagements.values())
         now = time.monotonic()
@@ -1355,6 +1361,10 @@ class Manager:
         pid = self._pid
         return pid if pid is not None and pid != os.getpid() else None
 
+    def _provider_name(self) -> str:
+        """How logs and ``/readyz`` name the provider."""
+        return str(getattr(self.provider, "provider_name", None) or type(self.provider).__name__)
+
     def _wait_for_initial_clusters(self, deadline: float) -> None:
         """Wait (until ``deadline``) for the provider's initial clusters to be engaged.
 
@@ -1369,7 +1379,7 @@ class Manager:
             return
         if not self._wait_starting(wait, deadline):
             if not self._cut_short():
-                name = getattr(self.provider, "provider_name", None) or type(self.provider).__name__
+                name = self._provider_name()
                 error = getattr(self.provider, "discovery_error", None)
                 log.warning(
                     "provider=%s has not reported its initial clusters yet (%s); continuing: "

@@ -328,15 +328,24 @@ class Provider(Clusters):
             # that refuses the lists does not. The Secrets are listed first: a ready Cluster
             # looked at before them would be reported as having no kubeconfig Secret
             end = time.monotonic() + INITIAL_LIST_TIMEOUT
+            self._management.check_health(self, first_lists)
             self._secrets.start()
-            wait_for_first_lists(self, first_lists[:1], stop, INITIAL_LIST_TIMEOUT)
+            wait_for_first_lists(
+                self, first_lists[:1], stop, INITIAL_LIST_TIMEOUT, management=self._management
+            )
             self._clusters.start()
-            wait_for_first_lists(self, first_lists, stop, max(0.0, end - time.monotonic()))
+            wait_for_first_lists(
+                self,
+                first_lists,
+                stop,
+                max(0.0, end - time.monotonic()),
+                management=self._management,
+            )
             self.initial_clusters_reported()
             # engaged clusters that are not ready are looked at again when their grace
             # period may have ended
             while not stop.wait(min(1.0, max(0.05, self.unready_grace_period / 4))):
-                self.discovery_error = management_list_error(first_lists)
+                self.discovery_error = management_list_error(first_lists, self._management)
                 with self._reconcile_lock:
                     waiting = list(self._unready_since)
                 for key in waiting:

@@ -321,17 +321,24 @@ class Provider(Clusters):
             # as having no Secret (a false warning for every profile at every start)
             # (a management cluster that refuses a list does not hold start() up)
             end = time.monotonic() + INITIAL_LIST_TIMEOUT
+            self._management.check_health(self, informers)
             started: list[Informer] = []
             for inf in reversed(informers):
                 if stop.is_set():
                     break
                 inf.start()
                 started.append(inf)
-                wait_for_first_lists(self, started, stop, max(0.0, end - time.monotonic()))
+                wait_for_first_lists(
+                    self,
+                    started,
+                    stop,
+                    max(0.0, end - time.monotonic()),
+                    management=self._management,
+                )
             self.initial_clusters_reported()
             # unready profiles are looked at again when their grace period may have ended
             while not stop.wait(min(1.0, max(0.05, self.unhealthy_grace_period / 4))):
-                self.discovery_error = management_list_error(informers)
+                self.discovery_error = management_list_error(informers, self._management)
                 with self._lock:
                     waiting = [self._profile_key(n) for n in self._unready_since]
                 for key in waiting:

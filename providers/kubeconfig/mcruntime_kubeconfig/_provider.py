@@ -246,13 +246,16 @@ class Provider(Clusters):
         )
         informer.start()
         try:
+            self._management.check_health(self, [informer])
             # the first list's Secrets are engaged by the handler before the informer syncs;
-            # a management cluster that does not answer holds start() up to its own bound,
-            # one that refuses the list does not
-            wait_for_first_lists(self, [informer], stop, INITIAL_LIST_TIMEOUT)
+            # a management cluster that answers slowly holds start() up to its own bound,
+            # one that refuses the list, or fails its health probe (hung, unreachable), does not
+            wait_for_first_lists(
+                self, [informer], stop, INITIAL_LIST_TIMEOUT, management=self._management
+            )
             self.initial_clusters_reported()
             while not stop.wait(_ERROR_CHECK):
-                self.discovery_error = management_list_error([informer])
+                self.discovery_error = management_list_error([informer], self._management)
         finally:
             informer.stop()
             self._hashes.clear()

@@ -243,6 +243,49 @@ def test_a_leader_whose_api_server_hangs_says_the_renewal_had_no_answer_not_that
         a.close()
 
 
+def lines_until_lost(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture, fault: Callable[[], None]
+) -> list[str]:
+    """The warnings and errors of a leader from ``fault()`` (of its API server) until its
+    run() returned, leadership lost."""
+    caplog.set_level("WARNING", logger="mcruntime.leaderelection")
+    a = Run(cluster, "a")
+    try:
+        wait_for(a.elector.is_leader)
+        caplog.clear()
+        fault()
+        lost_line(a, caplog)
+        a.thread.join(DEADLINE + 5)  # run() returns once its last renewal ended
+        assert not a.thread.is_alive()
+        return [r.getMessage() for r in caplog.records]
+    finally:
+        a.close()
+
+
+def test_a_leader_whose_api_server_hangs_says_it_once_and_never_that_it_retries(
+    server: Any, cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    # the renewal that waits when the deadline passes ends after the loss: it is no failure
+    # retried "every 0.25s" (nothing is retried: run() returns), the loss said it
+    try:
+        lines = lines_until_lost(cluster, caplog, server.freeze)
+    finally:
+        server.thaw()
+    assert len(lines) == 1 and "leadership lost" in lines[0], lines
+
+
+def test_a_leader_whose_api_server_refuses_says_the_failure_it_retries_then_the_loss(
+    server: Any, cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    try:
+        lines = lines_until_lost(cluster, caplog, server.stop)  # refused: retried till the deadline
+    finally:
+        server.start()
+    assert len(lines) == 2, lines
+    assert "taking or renewing the Lease failed" in lines[0] and "retrying" in lines[0]
+    assert "leadership lost" in lines[1]
+
+
 def test_a_leader_whose_lease_is_taken_over_names_the_new_holder(
     leases: LeaseClient, cluster: Cluster, caplog: pytest.LogCaptureFixture
 ) -> None:

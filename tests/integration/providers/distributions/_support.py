@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import logging
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -236,3 +237,50 @@ def check_refused_list_is_said_and_does_not_hold_start(
     allow()
     wait_for(lambda: aware.names() == [engaged], timeout=30, what=f"{engaged} engaged")
     wait_for(lambda: provider.discovery_error is None, timeout=10, what="the error cleared")
+
+
+def check_management_hang_is_said(
+    make: Callable[[Cluster], Any], path: Any, monkeypatch: Any, caplog: Any
+) -> None:
+    """Run ``make(cluster)``, a provider over the management cluster behind ``path`` (an envtest
+    `Proxy`), freeze the path once its first lists are in, and check that the hang is said
+    once (naming the provider and the management cluster, ``hub``), that ``discovery_error``
+    says it, and that both end at the thaw."""
+    from mcruntime.multicluster import _management
+
+    for name, value in (("HEALTH_INTERVAL", 1.0), ("HEALTH_TIMEOUT", 1.0), ("HEALTH_RETRY", 0.2)):
+        monkeypatch.setattr(_management, name, value, raising=False)
+    caplog.set_level(logging.INFO, logger="mcruntime.multicluster")
+
+    def said(level: int, containing: str) -> list[str]:
+        return [
+            r.getMessage()
+            for r in caplog.records
+            if r.name == "mcruntime.multicluster"
+            and r.levelno == level
+            and "management cluster: probing GET /readyz" in r.getMessage()
+            and containing in r.getMessage()
+        ]
+
+    hub = Cluster.from_kubeconfig(path.kubeconfig(), name="hub")
+    try:
+        provider = make(hub)
+        run = Running(provider, RecordingAware())
+        try:
+            assert provider.wait_for_initial_clusters(15), "the first lists are not in"
+            assert provider.discovery_error is None, provider.discovery_error
+            path.freeze()
+            wait_for(lambda: said(logging.WARNING, "no answer"), timeout=8, what="the hang said")
+            (line,) = said(logging.WARNING, "")
+            assert line.startswith(f"cluster=hub provider={provider.provider_name} "), line
+            error = wait_for(lambda: provider.discovery_error, timeout=5, what="discovery_error")
+            assert "management cluster hub" in error and "no answer" in error, error
+            path.thaw()
+            wait_for(lambda: provider.discovery_error is None, timeout=8, what="the recovery")
+            assert len(said(logging.INFO, "works again")) == 1
+            assert len(said(logging.WARNING, "")) == 1
+        finally:
+            path.thaw()
+            run.stop()
+    finally:
+        hub.stop()

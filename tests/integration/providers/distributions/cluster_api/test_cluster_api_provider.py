@@ -22,7 +22,7 @@ pytest.importorskip(
 from mcruntime_cluster_api import Provider, control_plane_initialized  # noqa: E402
 
 from mcruntime.cluster import Cluster  # noqa: E402
-from mcruntime.envtest import APIServer, Fleet  # noqa: E402
+from mcruntime.envtest import APIServer, Fleet, Proxy  # noqa: E402
 from mcruntime.errors import NoKindMatch  # noqa: E402
 from mcruntime.plugins import ProviderError, available_providers, load_provider  # noqa: E402
 
@@ -31,6 +31,7 @@ from .._support import (  # noqa: E402
     ConfigMapManager,
     RecordingAware,
     Running,
+    check_management_hang_is_said,
     check_refused_list_is_said_and_does_not_hold_start,
     create_configmap,
     delete_secret,
@@ -221,6 +222,19 @@ def test_a_management_cluster_refusing_the_secrets_list_is_said_and_does_not_hol
         lambda: grant(writer, "capi-provider", [clusters, READ_SECRETS], "default/capi-provider"),
         "capi/eu",
     )
+
+
+def test_a_hung_management_cluster_is_said_once_and_in_discovery_error(
+    management: APIServer,
+    writer: Cluster,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    path = Proxy(management).start()
+    try:
+        check_management_hang_is_said(Provider, path, monkeypatch, caplog)
+    finally:
+        path.stop()
 
 
 def test_start_waits_for_the_workload_clusters_of_a_cluster_api_serving_only_v1beta1(

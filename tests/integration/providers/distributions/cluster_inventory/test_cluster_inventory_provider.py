@@ -18,12 +18,13 @@ import yaml
 import mcruntime
 from mcruntime import errors as ci_errors
 from mcruntime.cluster import Cluster
-from mcruntime.envtest import wait_for
+from mcruntime.envtest import Proxy, wait_for
 from mcruntime.errors import ClusterLeft, ClusterNotFound
 from tests.integration.multicluster._mc_helpers import CM, configmap, running
 from tests.integration.providers.distributions._support import (
     READ_SECRETS,
     Running,
+    check_management_hang_is_said,
     check_refused_list_is_said_and_does_not_hold_start,
     grant,
     stop_while_callers_management_hangs,
@@ -112,6 +113,18 @@ def who(mgr: mcruntime.Manager, cluster: str) -> str | None:
         return str(mgr.get_cluster(cluster).api_reader.get(CM, "whoami", "default")["data"]["who"])
     except (ClusterNotFound, ClusterLeft):  # not engaged (yet), or being replaced
         return None
+
+
+def test_a_hung_management_cluster_is_said_once_and_in_discovery_error(
+    mgmt: Cluster, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = Proxy(mgmt.server).start()  # type: ignore[attr-defined]
+    try:
+        check_management_hang_is_said(
+            lambda hub: ci.Provider(hub, ci.SecretStrategy("mcr")), path, monkeypatch, caplog
+        )
+    finally:
+        path.stop()
 
 
 def test_a_misspelled_cluster_options_key_is_refused_at_construction(mgmt: Cluster) -> None:
