@@ -21,6 +21,9 @@ create and update:
 - the keys of a ConfigMap's ``data`` and ``binaryData`` and of a Secret's ``data`` are
   config keys (``[-._a-zA-Z0-9]+``, not ``.``, ``..`` or starting with ``..``), a
   ConfigMap's key is not in both bags, and their values total 1 MiB at most;
+- a Secret of a built-in ``type`` has the keys the type needs (``ValidateSecret``: a TLS
+  pair, a docker configuration that is a JSON object, ...), checked on update after the
+  type's immutability (``ValidateSecretUpdate``);
 - an Event passes kube-apiserver's old rules (``legacyValidateEvent``, in `_events`; the
   strict rules of ``events.k8s.io/v1`` are checked by its view);
 - a Node's ``spec.podCIDRs`` are valid CIDRs, one of each family at most, none twice
@@ -33,12 +36,16 @@ likeliest to meet first on a cluster.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from typing import Any
 
 from mcruntime._selectors import LabelSelector, SelectorError, regex_error
 from mcruntime.envtest._events import legacy_causes
 from mcruntime.envtest._gofmt import go_int_or_string, go_map, go_string
+from mcruntime.envtest._gojson import unmarshal_object_error
+from mcruntime.envtest._immutable import secret_update_causes
 from mcruntime.envtest._ips import POD_CIDRS
 from mcruntime.envtest._names import name_problems
 from mcruntime.envtest._status import StatusError
@@ -531,6 +538,62 @@ def _data_size(obj: dict[str, Any], field: str, encoded: bool = True) -> int:
     return total
 
 
+#: the annotation a ``kubernetes.io/service-account-token`` Secret names its account by
+_SERVICE_ACCOUNT_NAME = "kubernetes.io/service-account.name"
+#: ``ValidateSecret``'s ``Invalid`` value for a malformed docker configuration
+_REDACTED = go_string("<secret contents redacted>")
+
+
+def _secret_value(data: dict[str, Any], key: str) -> bytes | None:
+    """The decoded value of ``key`` of a Secret's ``data`` (None: absent)."""
+    if key not in data:
+        return None
+    value = data[key]
+    if not isinstance(value, str):
+        return b""
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):  # refused as a body already; read as it is
+        return value.encode()
+
+
+def _secret_type(obj: dict[str, Any]) -> list[_Cause]:
+    """``ValidateSecret``'s checks of the keys (and annotation) each built-in Secret type
+    needs: ``tls.crt`` and ``tls.key`` present, ``username`` or ``password`` present, a
+    non-empty ``ssh-privatekey``, a docker configuration that is a JSON object, the account
+    of a ``service-account-token``. Other types (``Opaque``, custom ones) need nothing."""
+    data = obj.get("data")
+    if not isinstance(data, dict):
+        data = {}
+    kind = obj.get("type")
+
+    def required(key: str) -> _Cause:
+        return _required(f"data[{key}]")
+
+    if kind == "kubernetes.io/service-account-token":
+        annotations = (obj.get("metadata") or {}).get("annotations") or {}
+        if not annotations.get(_SERVICE_ACCOUNT_NAME):
+            return [_required(f"metadata.annotations[{_SERVICE_ACCOUNT_NAME}]")]
+    elif kind in ("kubernetes.io/dockercfg", "kubernetes.io/dockerconfigjson"):
+        key = ".dockercfg" if kind == "kubernetes.io/dockercfg" else ".dockerconfigjson"
+        config = _secret_value(data, key)
+        if config is None:
+            return [required(key)]
+        why = unmarshal_object_error(config)
+        if why is not None:
+            at = f"data[{key}]"
+            return [("FieldValueInvalid", at, f"{at}: Invalid value: {_REDACTED}: {why}")]
+    elif kind == "kubernetes.io/basic-auth":
+        if "username" not in data and "password" not in data:
+            return [required("username"), required("password")]
+    elif kind == "kubernetes.io/ssh-auth":
+        if not _secret_value(data, "ssh-privatekey"):
+            return [required("ssh-privatekey")]
+    elif kind == "kubernetes.io/tls":
+        return [required(k) for k in ("tls.crt", "tls.key") if k not in data]
+    return []
+
+
 #: ``ValidateNodeUpdate``'s refusal of a change of set pod CIDRs
 _POD_CIDRS_FIXED = 'node updates may not change podCIDR except from "" to valid'
 
@@ -592,9 +655,13 @@ def validate(key: tuple[str, str], obj: dict[str, Any], old: dict[str, Any] | No
             # ValidateConfigMap: the whole object's fault, at field.NewPath("") ("[]")
             causes.append(("FieldValueTooLong", "[]", f"[]: {_TOO_LONG}"))
     elif key == ("", "secrets"):
-        causes, kind, group = _config_keys(obj, ("data",)), "Secret", ""
-        if _data_size(obj, "data") > MAX_DATA_SIZE:  # ValidateSecret
+        kind, group = "Secret", ""
+        # ValidateSecretUpdate: its own faults, then ValidateSecret's
+        causes = secret_update_causes(obj, old) if old is not None else []
+        causes += _config_keys(obj, ("data",))
+        if _data_size(obj, "data") > MAX_DATA_SIZE:
             causes.append(("FieldValueTooLong", "data", f"data: {_TOO_LONG}"))
+        causes += _secret_type(obj)
     elif key == ("", "nodes"):
         causes, kind, group = _node(spec or {}, old), "Node", ""
     elif key == ("rbac.authorization.k8s.io", "clusterrolebindings"):

@@ -346,6 +346,22 @@ def test_create_of_a_configmap_with_a_number_prints_the_decoder_s_error(
     assert kubectl.run("get", "configmap", "numbers", "-n", ns, check=False).returncode != 0
 
 
+def test_create_secret_of_a_type_without_its_keys_prints_the_servers_refusal(
+    kubectl: Kubectl, ns: str
+) -> None:
+    """``kubectl create secret generic --type=kubernetes.io/tls`` checks nothing itself: the
+    Secret kube-apiserver's ``ValidateSecret`` refuses, for want of ``tls.crt`` and
+    ``tls.key``, is not created, and kubectl prints why."""
+    args = ("create", "secret", "generic", "half-tls", "-n", ns, "--type=kubernetes.io/tls")
+    out = kubectl.run(*args, "--from-literal=tls.crt=c", check=False)
+    assert out.returncode == 1
+    assert out.stderr.strip() == (
+        'error: failed to create secret Secret "half-tls" is invalid: data[tls.key]: Required value'
+    )
+    assert kubectl.run("get", "secret", "half-tls", "-n", ns, check=False).returncode != 0
+    kubectl(*args, "--from-literal=tls.crt=c", "--from-literal=tls.key=k")
+
+
 def test_create_prints_every_fault_of_a_manifest_at_once(kubectl: Kubectl, ns: str) -> None:
     """kube-apiserver validates an object's metadata and spec together: kubectl prints the
     faults of a broken manifest all at once, in the server's order, not one per attempt."""
