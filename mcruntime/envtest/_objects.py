@@ -73,7 +73,12 @@ from mcruntime.envtest._pod_status import (
     decoded_pod_status,
 )
 from mcruntime.envtest._pod_update import check_pod_update
-from mcruntime.envtest._registry import STATUS_SUBRESOURCES, Registry, ServedResource
+from mcruntime.envtest._registry import (
+    CREATE_ON_UPDATE,
+    STATUS_SUBRESOURCES,
+    Registry,
+    ServedResource,
+)
 from mcruntime.envtest._schema import Cause, apply_schema, in_version, prune
 from mcruntime.envtest._status import Causes, StatusError, status_success
 from mcruntime.envtest._storage import ObjectStore, ResKey, owner_uids
@@ -761,7 +766,8 @@ class Objects:
         check: WriteCheck | None = None,
     ) -> dict[str, Any]:
         """PUT, on the object or on ``subresource``: replace the object (or, for a subresource
-        of `STATUS_SUBRESOURCES`, its status); 200 with the result.
+        of `STATUS_SUBRESOURCES`, its status); 200 with the result. A PUT of an absent
+        object of a resource of `CREATE_ON_UPDATE` creates it (`created_by_update`).
 
         ``manager`` takes ownership of the fields the update changes (an Update entry
         of ``managedFields``, recorded for ``subresource``); ``managed_fields`` replaces
@@ -771,24 +777,18 @@ class Objects:
         status = subresource in STATUS_SUBRESOURCES
         if meta_causes and subresource:
             raise StatusError.invalid_causes(res.kind, name, res.group, meta_causes)
+        meta = dict(body.get("metadata") or {})
+        _check_url_name(res, ns, name, meta)
         store_ns = ns if res.namespaced else ""
         stored = self.store.get(res.key, store_ns, name)
+        if stored is None and not subresource and res.key in CREATE_ON_UPDATE:
+            created = self.created_by_update(res, ns, name, body)
+            return self.create(res, ns, created, dry_run=dry_run, manager=manager, check=check)
         if stored is None:
             raise self._not_found(res, name)
         # updated as served in the request's version (a CRD's object stored in another is
         # converted, with its stored version's defaults), as kube-apiserver decodes it first
         old = self._out(res, stored) if res.custom else stored
-        meta = dict(body.get("metadata") or {})
-        body_name = meta.get("name")
-        if body_name and body_name != name:
-            raise StatusError.bad_request(
-                f"the name of the object ({body_name}) does not match the name on the URL ({name})"
-            )
-        body_ns = meta.get("namespace")
-        if res.namespaced and body_ns and body_ns != ns:
-            raise StatusError.bad_request(
-                "the namespace of the provided object does not match the namespace sent on the request"
-            )
         self._refuse_invalid(res, {**body, "metadata": {**meta, "name": name}}, old, meta_causes)
         old_meta = old["metadata"]
         uid = meta.get("uid")
@@ -953,6 +953,29 @@ class Objects:
         elif res.key == _policies.POLICIES:
             self._policy_status(res, new)
         return new
+
+    def created_by_update(
+        self, res: ServedResource, ns: str, name: str, body: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The object a PUT of absent ``name`` (of a resource of `CREATE_ON_UPDATE`) creates,
+        as kube-apiserver's ``Store.Update`` creates it: a ``metadata.uid`` in ``body`` is a
+        precondition the absent object fails (409), a ``resourceVersion`` is dropped (the
+        storage clears it), the rest goes through create's defaults, admission and
+        validation, and the response is a 201."""
+        meta = dict(body.get("metadata") or {})
+        _check_url_name(res, ns, name, meta)
+        uid = meta.get("uid")
+        if uid:
+            raise StatusError.conflict(
+                res.qualified,
+                name,
+                res.group,
+                res.plural,
+                f"Precondition failed: UID in precondition: {uid}, UID in object meta: ",
+            )
+        meta.pop("resourceVersion", None)
+        meta["name"] = name
+        return {**body, "metadata": meta}
 
     def _track(
         self,
@@ -1665,6 +1688,21 @@ def _unknown_fields(res: ServedResource, dropped: list[str]) -> None:
     if directive == "Warn":
         for p in dropped:
             warn(f'unknown field "{p}"')
+
+
+def _check_url_name(res: ServedResource, ns: str, name: str, meta: dict[str, Any]) -> None:
+    """A PUT's body names the object (and namespace) its URL names, or none (400 else), as
+    kube-apiserver's update handler checks before the storage looks the object up."""
+    body_name = meta.get("name")
+    if body_name and body_name != name:
+        raise StatusError.bad_request(
+            f"the name of the object ({body_name}) does not match the name on the URL ({name})"
+        )
+    body_ns = meta.get("namespace")
+    if res.namespaced and body_ns and body_ns != ns:
+        raise StatusError.bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request"
+        )
 
 
 def _default_and_check(key: ResKey, obj: dict[str, Any], old: dict[str, Any] | None) -> None:

@@ -346,6 +346,30 @@ def test_create_of_a_configmap_with_a_number_prints_the_decoder_s_error(
     assert kubectl.run("get", "configmap", "numbers", "-n", ns, check=False).returncode != 0
 
 
+def test_replace_of_an_absent_lease_creates_it_and_of_a_configmap_fails(
+    kubectl: Kubectl, ns: str
+) -> None:
+    """``kubectl replace`` PUTs the manifest: kube-apiserver creates an absent Lease (its
+    strategy allows create on update) and answers 404 for an absent ConfigMap."""
+    lease = (
+        "apiVersion: coordination.k8s.io/v1\nkind: Lease\n"
+        f"metadata: {{name: replaced, namespace: {ns}}}\nspec: {{holderIdentity: me}}\n"
+    )
+    assert kubectl("replace", "-f", "-", input=lease).strip() == (
+        "lease.coordination.k8s.io/replaced replaced"
+    )
+    assert kubectl(
+        "get", "lease", "replaced", "-n", ns, "-o", "jsonpath={.spec.holderIdentity}"
+    ) == ("me")
+    cm = f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: replaced, namespace: {ns}}}\n"
+    out = kubectl.run("replace", "-f", "-", input=cm, check=False)
+    assert out.returncode == 1
+    assert out.stderr.strip() == (
+        'Error from server (NotFound): error when replacing "STDIN": '
+        'configmaps "replaced" not found'
+    )
+
+
 def test_create_secret_of_a_type_without_its_keys_prints_the_servers_refusal(
     kubectl: Kubectl, ns: str
 ) -> None:
