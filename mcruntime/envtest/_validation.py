@@ -16,7 +16,9 @@ create and update:
 - a Pod (and a workload's pod template) needs containers, each with a name (an RFC 1123
   label, not used twice among the containers and init containers) and an image;
 - a Service needs ports, unless it is headless or of type ExternalName, each port number
-  in 1..65535, and a known ``type``;
+  and target port in 1..65535, each port named (an RFC 1123 label, once) when there are
+  several, a known protocol, no (protocol, port) twice, a selector of labels, a known
+  ``type`` and session affinity, and as ExternalName a DNS ``externalName``;
 - a CronJob needs a ``schedule`` robfig/cron parses: five fields in range, or a descriptor;
 - the keys of a ConfigMap's ``data`` and ``binaryData`` and of a Secret's ``data`` are
   config keys (``[-._a-zA-Z0-9]+``, not ``.``, ``..`` or starting with ``..``), a
@@ -41,13 +43,18 @@ import binascii
 import re
 from typing import Any
 
-from mcruntime._selectors import LabelSelector, SelectorError, regex_error
+from mcruntime._selectors import (
+    LabelSelector,
+    SelectorError,
+    qualified_name_problems,
+    regex_error,
+)
 from mcruntime.envtest._events import legacy_causes
 from mcruntime.envtest._gofmt import go_int_or_string, go_map, go_string
 from mcruntime.envtest._gojson import unmarshal_object_error
 from mcruntime.envtest._immutable import secret_update_causes
 from mcruntime.envtest._ips import POD_CIDRS
-from mcruntime.envtest._names import name_problems
+from mcruntime.envtest._names import label_causes, name_problems
 from mcruntime.envtest._status import StatusError
 
 __all__ = ["selects", "template_labels", "validate"]
@@ -298,34 +305,132 @@ def _pod_management(spec: dict[str, Any]) -> list[_Cause]:
     return [("FieldValueInvalid", at, f"{at}: Invalid value: {go_string(str(policy))}: {why}")]
 
 
-#: ``supportedServiceType``, as ``sets.List`` sorts it
+#: ``supportedServiceType``, ``supportedPortProtocols``, ``supportedSessionAffinityType``, as
+#: ``sets.List`` sorts them
 _SERVICE_TYPES = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
+_PROTOCOLS = ("SCTP", "TCP", "UDP")
+_AFFINITIES = ("ClientIP", "None")
+#: ``IsValidPortNum``'s complaint
+_PORT_RANGE = "must be between 1 and 65535, inclusive"
+_PORT_NAME_CHARSET = re.compile(r"[-a-z0-9]+")
+
+
+def _not_supported(at: str, value: Any, allowed: tuple[str, ...]) -> list[_Cause]:
+    """``field.NotSupported`` of a string ``value`` not among ``allowed`` (none else)."""
+    if not isinstance(value, str) or not value or value in allowed:
+        return []
+    listed = ", ".join(f'"{t}"' for t in allowed)
+    why = f"Unsupported value: {go_string(value)}: supported values: {listed}"
+    return [("FieldValueNotSupported", at, f"{at}: {why}")]
+
+
+def _invalid_each(at: str, shown: str, problems: list[str]) -> list[_Cause]:
+    return [("FieldValueInvalid", at, f"{at}: Invalid value: {shown}: {why}") for why in problems]
+
+
+def _port_name_problems(name: str) -> list[str]:
+    """apimachinery's ``IsValidPortName`` (an IANA service name)."""
+    problems = ["must be no more than 15 characters"] if len(name) > 15 else []
+    if not _PORT_NAME_CHARSET.fullmatch(name):
+        problems.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
+    if not re.search("[a-z]", name):
+        problems.append("must contain at least one letter (a-z)")
+    if "--" in name:
+        problems.append("must not contain consecutive hyphens")
+    if name[:1] == "-" or name[-1:] == "-":
+        problems.append("must not begin or end with a hyphen")
+    return problems
+
+
+def _out_of_port_range(value: Any) -> bool:
+    """A number that is not a port (``IsValidPortNum``)."""
+    return isinstance(value, int) and not isinstance(value, bool) and not 1 <= value <= 65535
+
+
+def _service_port(port: dict[str, Any], at: str, named: bool, names: set[str]) -> list[_Cause]:
+    """``validateServicePort``: a name (required among several ports: an RFC 1123 label, not
+    used twice), the port, a known protocol, the target port (a number in range or an IANA
+    service name), the app protocol (a qualified name)."""
+    causes: list[_Cause] = []
+    name = port.get("name")
+    if named and not name:
+        causes.append(_required(f"{at}.name"))
+    elif isinstance(name, str) and name:
+        causes += _invalid_each(f"{at}.name", go_string(name), name_problems(name, "label"))
+        if name in names:
+            causes.append(
+                (
+                    "FieldValueDuplicate",
+                    f"{at}.name",
+                    f"{at}.name: Duplicate value: {go_string(name)}",
+                )
+            )
+        names.add(name)
+    number = port.get("port")
+    if _out_of_port_range(number):
+        causes += _invalid_each(f"{at}.port", str(number), [_PORT_RANGE])
+    causes += _not_supported(f"{at}.protocol", port.get("protocol"), _PROTOCOLS)
+    target = port.get("targetPort")
+    if _out_of_port_range(target):
+        causes += _invalid_each(f"{at}.targetPort", str(target), [_PORT_RANGE])
+    elif isinstance(target, str):
+        causes += _invalid_each(f"{at}.targetPort", go_string(target), _port_name_problems(target))
+    app = port.get("appProtocol")
+    if isinstance(app, str):
+        causes += _invalid_each(f"{at}.appProtocol", go_string(app), qualified_name_problems(app))
+    return causes
+
+
+def _go_service_port_key(port: dict[str, Any]) -> str:
+    """The ``core.ServicePort`` of (protocol, port) that ``ValidateService`` names a duplicate
+    by (Go's ``%#v``)."""
+    return (
+        f'core.ServicePort{{Name:"", Protocol:{go_string(port.get("protocol") or "")}, '
+        f"AppProtocol:(*string)(nil), Port:{port.get('port')}, "
+        'TargetPort:intstr.IntOrString{Type:0, IntVal:0, StrVal:""}, NodePort:0}'
+    )
 
 
 def _service(spec: dict[str, Any]) -> list[_Cause]:
-    """``ValidateService``, in part: ports (unless headless or ExternalName) with numbers in
-    range, and a known type."""
+    """``ValidateService``, in part and in its order: ports (unless headless or
+    ExternalName), an ExternalName Service's ``externalName`` (a DNS subdomain, a trailing
+    dot allowed) and no cluster IPs or IP families, each port (`_service_port`), the
+    selector (labels), a known session affinity, a known type, no (protocol, port) twice."""
     causes: list[_Cause] = []
     headless = spec.get("clusterIP") == "None"
     kind, ports = spec.get("type"), spec.get("ports")
     if kind != "ExternalName" and not headless and not ports:
         causes.append(_required("spec.ports"))
-    for i, port in enumerate(ports if isinstance(ports, list) else ()):
-        number = port.get("port") if isinstance(port, dict) else None
-        if isinstance(number, int) and not isinstance(number, bool) and not 1 <= number <= 65535:
-            at = f"spec.ports[{i}].port"
-            why = "must be between 1 and 65535, inclusive"
-            causes.append(("FieldValueInvalid", at, f"{at}: Invalid value: {number}: {why}"))
-    if isinstance(kind, str) and kind and kind not in _SERVICE_TYPES:
-        at = "spec.type"
-        allowed = ", ".join(f'"{t}"' for t in _SERVICE_TYPES)
-        causes.append(
-            (
-                "FieldValueNotSupported",
-                at,
-                f"{at}: Unsupported value: {go_string(kind)}: supported values: {allowed}",
-            )
-        )
+    if kind == "ExternalName":
+        for field in ("clusterIPs", "ipFamilies", "ipFamilyPolicy"):
+            if spec.get(field):
+                at = f"spec.{field}"
+                why = "may not be set for ExternalName services"
+                causes.append(("FieldValueForbidden", at, f"{at}: Forbidden: {why}"))
+        cname = spec.get("externalName")
+        cname = cname.removesuffix(".") if isinstance(cname, str) else ""
+        if cname:
+            problems = name_problems(cname, "subdomain")
+            causes += _invalid_each("spec.externalName", go_string(cname), problems)
+        else:
+            causes.append(_required("spec.externalName"))
+    items = [p for p in ports if isinstance(p, dict)] if isinstance(ports, list) else []
+    names: set[str] = set()
+    for i, port in enumerate(items):
+        causes += _service_port(port, f"spec.ports[{i}]", len(items) > 1, names)
+    selector = spec.get("selector")
+    if isinstance(selector, dict):
+        causes += label_causes(selector, "spec.selector")
+    causes += _not_supported("spec.sessionAffinity", spec.get("sessionAffinity"), _AFFINITIES)
+    causes += _not_supported("spec.type", kind, _SERVICE_TYPES)
+    seen: set[tuple[Any, Any]] = set()
+    for i, port in enumerate(items):
+        key = (port.get("protocol"), port.get("port"))
+        if key in seen:
+            at = f"spec.ports[{i}]"
+            shown = _go_service_port_key(port)
+            causes.append(("FieldValueDuplicate", at, f"{at}: Duplicate value: {shown}"))
+        seen.add(key)
     return causes
 
 

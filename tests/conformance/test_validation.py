@@ -443,8 +443,10 @@ def test_a_service_port_out_of_range_or_an_unknown_type_is_refused(
     body = {"metadata": {"name": name}, "spec": {"type": "Internal", "ports": [{"port": 70000}]}}
     with raises_status(422, "Invalid") as status:
         core.create_namespaced_service(ns, body)
+    # the target port, defaulted to the port (SetDefaults_Service), is out of range too
     assert sorted(causes(status)) == [
         ("spec.ports[0].port", "FieldValueInvalid"),
+        ("spec.ports[0].targetPort", "FieldValueInvalid"),
         ("spec.type", "FieldValueNotSupported"),
     ]
     assert (
