@@ -14,7 +14,9 @@ create and update:
   feature, on by default from 1.35, which 1.31 would drop instead; the 1 that 1.35's
   defaulting gives a rolling update without one is not filled in);
 - a Pod (and a workload's pod template) needs containers, each with a name (an RFC 1123
-  label, not used twice among the containers and init containers) and an image;
+  label, not used twice among the containers and init containers) and an image, mounting
+  only volumes of the pod, each at its own path, requesting no more than its limits; its
+  restart policy is known, and a workload's is ``Always``;
 - a Service needs ports, unless it is headless or of type ExternalName, each port number
   and target port in 1..65535, each port named (an RFC 1123 label, once) when there are
   several, a known protocol, no (protocol, port) twice, a selector of labels, a known
@@ -49,6 +51,7 @@ from mcruntime._selectors import (
     qualified_name_problems,
     regex_error,
 )
+from mcruntime.envtest import _quantity
 from mcruntime.envtest._events import legacy_causes
 from mcruntime.envtest._gofmt import go_int_or_string, go_map, go_string
 from mcruntime.envtest._gojson import unmarshal_object_error
@@ -82,12 +85,19 @@ def _required(at: str) -> _Cause:
 
 
 def _containers(spec: dict[str, Any], at: str) -> list[_Cause]:
-    """``validateContainers`` and ``validateInitContainers``, in part."""
+    """``validateContainers`` and ``validateInitContainers``, in part (names, images, volume
+    mounts, requests within limits), then ``validateRestartPolicy``."""
     causes: list[_Cause] = []
     containers = spec.get("containers")
     if not isinstance(containers, list) or not containers:
         return [_required(f"{at}.containers")]
     seen: set[str] = set()
+    listed = spec.get("volumes")
+    volumes = {
+        v["name"]
+        for v in (listed if isinstance(listed, list) else ())
+        if isinstance(v, dict) and isinstance(v.get("name"), str)
+    }
     for field in ("containers", "initContainers"):
         items = spec.get(field)
         for i, c in enumerate(items if isinstance(items, list) else ()):
@@ -118,6 +128,68 @@ def _containers(spec: dict[str, Any], at: str) -> list[_Cause]:
                 seen.add(name)
             if not c.get("image"):  # validateContainerCommon: templates too
                 causes.append(_required(f"{where}.image"))
+            causes += _volume_mounts(c.get("volumeMounts"), volumes, f"{where}.volumeMounts")
+            causes += _requests_within_limits(c.get("resources"), f"{where}.resources")
+    # ValidatePodSpec goes on with the restart policy (defaulted to Always)
+    policy = spec.get("restartPolicy")
+    causes += _not_supported(f"{at}.restartPolicy", policy, _RESTART_POLICIES)
+    return causes
+
+
+#: ``validateRestartPolicy``'s values, in its order
+_RESTART_POLICIES = ("Always", "OnFailure", "Never")
+
+
+def _volume_mounts(mounts: Any, volumes: set[str], at: str) -> list[_Cause]:
+    """``ValidateVolumeMounts``, in part: each mount names a volume of the pod and a path no
+    other mount of the container has."""
+    causes: list[_Cause] = []
+    paths: set[str] = set()
+    for j, mount in enumerate(mounts if isinstance(mounts, list) else ()):
+        if not isinstance(mount, dict):
+            continue
+        where = f"{at}[{j}]"
+        name, path = mount.get("name"), mount.get("mountPath")
+        if not name:
+            causes.append(_required(f"{where}.name"))
+        if name not in volumes:
+            shown = go_string(name if isinstance(name, str) else "")
+            causes.append(
+                ("FieldValueNotFound", f"{where}.name", f"{where}.name: Not found: {shown}")
+            )
+        if not path:
+            causes.append(_required(f"{where}.mountPath"))
+        if path in paths:
+            causes += _invalid_each(f"{where}.mountPath", go_string(path), ["must be unique"])
+        if isinstance(path, str):
+            paths.add(path)
+    return causes
+
+
+def _requests_within_limits(resources: Any, at: str) -> list[_Cause]:
+    """``ValidateContainerResourceRequirements``' check of a request against its limit: not
+    above it, and for a resource that cannot be overcommitted (huge pages, extended
+    resources) equal to it."""
+    if not isinstance(resources, dict):
+        return []
+    requests, limits = resources.get("requests"), resources.get("limits")
+    if not isinstance(requests, dict) or not isinstance(limits, dict):
+        return []
+    causes: list[_Cause] = []
+    for resource, value in requests.items():
+        request, limit = _quantity.parse(value), _quantity.parse(limits.get(resource))
+        if request is None or limit is None:
+            continue
+        native = "/" not in resource or "kubernetes.io/" in resource
+        overcommit = native and not resource.startswith("hugepages-")
+        shown, bound = _quantity.canonical(value), _quantity.canonical(limits[resource])
+        if request[0] != limit[0] and not overcommit:
+            why = f"must be equal to {resource} limit of {bound}"
+        elif request[0] > limit[0]:
+            why = f"must be less than or equal to {resource} limit of {bound}"
+        else:
+            continue
+        causes += _invalid_each(f"{at}.requests", go_string(shown), [why])
     return causes
 
 
@@ -220,6 +292,9 @@ def _workload(spec: dict[str, Any]) -> list[_Cause]:
     pod_spec = template.get("spec")
     if isinstance(pod_spec, dict):
         causes += _containers(pod_spec, "spec.template.spec")
+        # a workload's pods restart always (apps ValidatePodTemplateSpecForReplicaSet, ...)
+        policy = pod_spec.get("restartPolicy")
+        causes += _not_supported("spec.template.spec.restartPolicy", policy, ("Always",))
     else:
         causes.append(_required("spec.template.spec.containers"))
     return causes

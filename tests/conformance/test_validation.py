@@ -317,6 +317,98 @@ def test_a_daemon_set_update_strategy_of_an_unknown_type_is_refused(
     )
 
 
+def test_a_container_mounts_only_volumes_of_its_pod_each_at_its_own_path(
+    core: client.CoreV1Api, apps: client.AppsV1Api, ns: str
+) -> None:
+    """``ValidateVolumeMounts``: the mount a controller renders without the volume it
+    names (the classic fault of a template split across helpers) is refused, in a Pod and
+    in a workload's template."""
+    name = unique("pod")
+    mount = {"name": "data", "mountPath": "/data"}
+    container = {"name": "main", "image": PAUSE, "volumeMounts": [mount]}
+    with raises_status(422, "Invalid") as status:
+        core.create_namespaced_pod(
+            ns, {"metadata": {"name": name}, "spec": {"containers": [container]}}
+        )
+    assert status["message"] == (
+        f'Pod "{name}" is invalid: spec.containers[0].volumeMounts[0].name: Not found: "data"'
+    )
+    assert causes(status) == [("spec.containers[0].volumeMounts[0].name", "FieldValueNotFound")]
+    with raises_status(422, "Invalid") as status:
+        apps.create_namespaced_deployment(ns, deployment(name, {"app": name}, [container]))
+    assert status["message"] == (
+        f'Deployment.apps "{name}" is invalid: '
+        'spec.template.spec.containers[0].volumeMounts[0].name: Not found: "data"'
+    )
+    volumes = [{"name": "data", "emptyDir": {}}, {"name": "logs", "emptyDir": {}}]
+    twice = {**container, "volumeMounts": [mount, {"name": "logs", "mountPath": "/data"}]}
+    spec = {"volumes": volumes, "containers": [twice]}
+    with raises_status(422, "Invalid") as status:
+        core.create_namespaced_pod(ns, {"metadata": {"name": name}, "spec": spec})
+    assert status["message"] == (
+        f'Pod "{name}" is invalid: spec.containers[0].volumeMounts[1].mountPath: '
+        'Invalid value: "/data": must be unique'
+    )
+    spec["containers"] = [
+        {**container, "volumeMounts": [mount, {"name": "logs", "mountPath": "/logs"}]}
+    ]
+    core.create_namespaced_pod(ns, {"metadata": {"name": name}, "spec": spec})
+
+
+def test_a_request_above_its_limit_is_refused(core: client.CoreV1Api, ns: str) -> None:
+    """``ValidateContainerResourceRequirements``: a request is at most its limit (the value
+    shown in its canonical form); one of a resource that cannot be overcommitted (an
+    extended resource) equals it."""
+    name = unique("pod")
+
+    def pod(resources: dict[str, Any]) -> dict[str, Any]:
+        container = {"name": "main", "image": PAUSE, "resources": resources}
+        return {"metadata": {"name": name}, "spec": {"containers": [container]}}
+
+    def refusal(request: dict[str, str], limit: dict[str, str]) -> str:
+        with raises_status(422, "Invalid") as status:
+            core.create_namespaced_pod(ns, pod({"requests": request, "limits": limit}))
+        message: str = status["message"]
+        return message.removeprefix(f'Pod "{name}" is invalid: ')
+
+    assert refusal({"memory": "2048Mi"}, {"memory": "1Gi"}) == (
+        'spec.containers[0].resources.requests: Invalid value: "2Gi": '
+        "must be less than or equal to memory limit of 1Gi"
+    )
+    assert refusal({"example.com/gpu": "1"}, {"example.com/gpu": "2"}) == (
+        'spec.containers[0].resources.requests: Invalid value: "1": '
+        "must be equal to example.com/gpu limit of 2"
+    )
+    core.create_namespaced_pod(ns, pod({"requests": {"cpu": "500m"}, "limits": {"cpu": "1"}}))
+
+
+def test_a_restart_policy_is_known_and_a_workloads_is_always(
+    core: client.CoreV1Api, apps: client.AppsV1Api, ns: str
+) -> None:
+    name = unique("pod")
+    containers = [{"name": "main", "image": PAUSE}]
+    with raises_status(422, "Invalid") as status:
+        core.create_namespaced_pod(
+            ns,
+            {
+                "metadata": {"name": name},
+                "spec": {"restartPolicy": "Sometimes", "containers": containers},
+            },
+        )
+    assert status["message"] == (
+        f'Pod "{name}" is invalid: spec.restartPolicy: Unsupported value: "Sometimes": '
+        'supported values: "Always", "OnFailure", "Never"'
+    )
+    body = deployment(name, {"app": name}, containers)
+    body["spec"]["template"]["spec"]["restartPolicy"] = "Never"
+    with raises_status(422, "Invalid") as status:
+        apps.create_namespaced_deployment(ns, body)
+    assert status["message"] == (
+        f'Deployment.apps "{name}" is invalid: spec.template.spec.restartPolicy: '
+        'Unsupported value: "Never": supported values: "Always"'
+    )
+
+
 def test_a_stateful_set_pod_management_policy_of_an_unknown_value_is_refused(
     apps: client.AppsV1Api, ns: str
 ) -> None:
