@@ -105,6 +105,7 @@ __all__ = [
     "NAMESPACES",
     "CRDS",
     "PROTECTED_NAMESPACES",
+    "check_delete_preconditions",
     "json_patch",
     "non_apply_force",
     "patch_failed",
@@ -1180,25 +1181,7 @@ class Objects:
         if old is None:
             raise self._not_found(res, name)
         meta = old["metadata"]
-        pre = options.get("preconditions") or {}
-        if isinstance(pre, dict):
-            if pre.get("uid") and pre["uid"] != meta["uid"]:
-                raise StatusError.conflict(
-                    res.qualified,
-                    name,
-                    res.group,
-                    res.plural,
-                    f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {meta['uid']}",
-                )
-            if pre.get("resourceVersion") and pre["resourceVersion"] != meta["resourceVersion"]:
-                raise StatusError.conflict(
-                    res.qualified,
-                    name,
-                    res.group,
-                    res.plural,
-                    f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, "
-                    f"ResourceVersion in object meta: {meta['resourceVersion']}",
-                )
+        check_delete_preconditions(res, old, options)
         policy = options.get("propagationPolicy") or "Background"
         if policy not in ("Background", "Foreground", "Orphan"):
             raise StatusError.invalid(
@@ -1688,6 +1671,33 @@ def _unknown_fields(res: ServedResource, dropped: list[str]) -> None:
     if directive == "Warn":
         for p in dropped:
             warn(f'unknown field "{p}"')
+
+
+def check_delete_preconditions(
+    res: ServedResource, obj: dict[str, Any], options: dict[str, Any]
+) -> None:
+    """Refuse (409) the delete of ``obj`` whose ``options.preconditions`` (a uid, a
+    resourceVersion) it does not meet, as kube-apiserver's ``rest.BeforeDelete`` does before
+    the storage sees the delete: its conflict names the kind (``GroupResource{Group, Kind}``),
+    not the resource."""
+    pre = options.get("preconditions") or {}
+    if not isinstance(pre, dict):
+        return
+    meta = obj["metadata"]
+    for key, label, what in (
+        ("uid", "UID", "deleted and then recreated"),
+        ("resourceVersion", "ResourceVersion", "modified"),
+    ):
+        if pre.get(key) and pre[key] != meta[key]:
+            kind = f"{res.kind}.{res.group}" if res.group else res.kind
+            raise StatusError.conflict(
+                kind,
+                meta["name"],
+                res.group,
+                res.kind,
+                f"the {label} in the precondition ({pre[key]}) does not match the {label} "
+                f"in record ({meta[key]}). The object might have been {what}",
+            )
 
 
 def _check_url_name(res: ServedResource, ns: str, name: str, meta: dict[str, Any]) -> None:
