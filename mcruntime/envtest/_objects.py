@@ -56,6 +56,7 @@ from mcruntime.envtest._names import (
     label_causes,
     name_problems,
     now,
+    owner_reference_causes,
     prefix_problems,
     rfc3339,
 )
@@ -372,16 +373,7 @@ class Objects:
                     causes.append(
                         ("FieldValueInvalid", field, f"{field}: Invalid value: must be an object")
                     )
-                    continue
-                for part in ("apiVersion", "kind", "name", "uid"):
-                    if not isinstance(ref.get(part), str) or not ref[part]:
-                        causes.append(
-                            (
-                                "FieldValueRequired",
-                                f"{field}.{part}",
-                                f"{field}.{part}: Required value: {part} must not be empty",
-                            )
-                        )
+            causes += owner_reference_causes(refs, "metadata.ownerReferences")
         finalizers = meta.get("finalizers")
         if finalizers is not None and (
             not isinstance(finalizers, list) or not all(isinstance(f, str) for f in finalizers)

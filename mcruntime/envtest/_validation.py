@@ -53,7 +53,7 @@ from mcruntime._selectors import (
 )
 from mcruntime.envtest import _quantity
 from mcruntime.envtest._events import legacy_causes
-from mcruntime.envtest._gofmt import go_int_or_string, go_map, go_string
+from mcruntime.envtest._gofmt import go_int_or_string, go_map, go_pointer, go_string
 from mcruntime.envtest._gojson import unmarshal_object_error
 from mcruntime.envtest._immutable import secret_update_causes
 from mcruntime.envtest._ips import POD_CIDRS
@@ -322,12 +322,6 @@ _STRATEGIES = {
         "RollingUpdateStatefulSetStrategy",
     ),
 }
-#: a pointer that is set, as Go's %#v shows it (its address: a made-up one here)
-_SET_POINTER = "(0xc000100000)"
-
-
-def _pointer(value: Any) -> str:
-    return "(nil)" if value is None else _SET_POINTER
 
 
 def _strategy(spec: dict[str, Any], kind: str) -> list[_Cause]:
@@ -348,7 +342,7 @@ def _strategy(spec: dict[str, Any], kind: str) -> list[_Cause]:
         partition = fields.get("partition")
         value = (
             f"apps.{go_rolling}{{Partition:{partition if isinstance(partition, int) else 0}, "
-            f"MaxUnavailable:(*intstr.IntOrString){_pointer(fields.get('maxUnavailable'))}}}"
+            f"MaxUnavailable:(*intstr.IntOrString){go_pointer(fields.get('maxUnavailable'))}}}"
         )
         at = "spec.updateStrategy.rollingUpdate"
         why = "only allowed for updateStrategy 'RollingUpdate'"
@@ -359,7 +353,7 @@ def _strategy(spec: dict[str, Any], kind: str) -> list[_Cause]:
         # the whole strategy is the bad value, printed with Go's %#v
         value = (
             f"apps.{go_type}{{Type:{go_string(str(type_ or ''))}, "
-            f"RollingUpdate:(*apps.{go_rolling}){_pointer(rolling)}}}"
+            f"RollingUpdate:(*apps.{go_rolling}){go_pointer(rolling)}}}"
         )
         at = f"spec.{field}"
         if kind == "StatefulSet":
