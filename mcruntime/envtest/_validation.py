@@ -15,8 +15,9 @@ create and update:
   defaulting gives a rolling update without one is not filled in);
 - a Pod (and a workload's pod template) needs containers, each with a name (an RFC 1123
   label, not used twice among the containers and init containers) and an image, mounting
-  only volumes of the pod, each at its own path, requesting no more than its limits; its
-  restart policy is known, and a workload's is ``Always``;
+  only volumes of the pod, each at its own path, requesting no more than its limits, with
+  valid ports, a known pull policy and probes of one handler each; its restart policy is
+  known, and a workload's is ``Always``;
 - a Service needs ports, unless it is headless or of type ExternalName, each port number
   and target port in 1..65535, each port named (an RFC 1123 label, once) when there are
   several, a known protocol, no (protocol, port) twice, a selector of labels, a known
@@ -128,8 +129,14 @@ def _containers(spec: dict[str, Any], at: str) -> list[_Cause]:
                 seen.add(name)
             if not c.get("image"):  # validateContainerCommon: templates too
                 causes.append(_required(f"{where}.image"))
+            causes += _container_ports(c.get("ports"), f"{where}.ports")
             causes += _volume_mounts(c.get("volumeMounts"), volumes, f"{where}.volumeMounts")
+            pull = c.get("imagePullPolicy")
+            causes += _not_supported(f"{where}.imagePullPolicy", pull, _PULL_POLICIES)
             causes += _requests_within_limits(c.get("resources"), f"{where}.resources")
+            if field == "containers":  # an init container's probes are checked otherwise
+                for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
+                    causes += _probe_handler(c.get(probe), f"{where}.{probe}")
     # ValidatePodSpec goes on with the restart policy (defaulted to Always)
     policy = spec.get("restartPolicy")
     causes += _not_supported(f"{at}.restartPolicy", policy, _RESTART_POLICIES)
@@ -140,14 +147,63 @@ def _containers(spec: dict[str, Any], at: str) -> list[_Cause]:
 _RESTART_POLICIES = ("Always", "OnFailure", "Never")
 
 
+#: ``validatePullPolicy``'s values, in its order
+_PULL_POLICIES = ("Always", "IfNotPresent", "Never")
+#: the handlers of a probe, in ``validateHandler``'s order
+_HANDLERS = ("exec", "httpGet", "tcpSocket", "grpc")
+
+
+def _objects_in(items: Any) -> list[tuple[int, dict[str, Any]]]:
+    """The objects of list ``items`` with their indexes (none when it is no list)."""
+    if not isinstance(items, list):
+        return []
+    return [(i, item) for i, item in enumerate(items) if isinstance(item, dict)]
+
+
+def _container_ports(ports: Any, at: str) -> list[_Cause]:
+    """``validateContainerPorts``: a name is an IANA service name used once, the container
+    port is given and in range (the host port too), the protocol is known."""
+    causes: list[_Cause] = []
+    names: set[str] = set()
+    for j, port in _objects_in(ports):
+        where = f"{at}[{j}]"
+        name = port.get("name")
+        if isinstance(name, str) and name:
+            if problems := _port_name_problems(name):
+                causes += _invalid_each(f"{where}.name", go_string(name), problems)
+            elif name in names:
+                duplicate = f"{where}.name: Duplicate value: {go_string(name)}"
+                causes.append(("FieldValueDuplicate", f"{where}.name", duplicate))
+            names.add(name)
+        number = port.get("containerPort")
+        if number == 0 or number is None:
+            causes.append(_required(f"{where}.containerPort"))
+        elif _out_of_port_range(number):
+            causes += _invalid_each(f"{where}.containerPort", str(number), [_PORT_RANGE])
+        host = port.get("hostPort")
+        if host not in (None, 0) and _out_of_port_range(host):
+            causes += _invalid_each(f"{where}.hostPort", str(host), [_PORT_RANGE])
+        causes += _not_supported(f"{where}.protocol", port.get("protocol"), _PROTOCOLS)
+    return causes
+
+
+def _probe_handler(probe: Any, at: str) -> list[_Cause]:
+    """``validateHandler`` of a container's probe: exactly one handler."""
+    if not isinstance(probe, dict):
+        return []
+    given = [h for h in _HANDLERS if probe.get(h) is not None]
+    if not given:
+        return [("FieldValueRequired", at, f"{at}: Required value: must specify a handler type")]
+    why = "may not specify more than 1 handler type"
+    return [("FieldValueForbidden", f"{at}.{h}", f"{at}.{h}: Forbidden: {why}") for h in given[1:]]
+
+
 def _volume_mounts(mounts: Any, volumes: set[str], at: str) -> list[_Cause]:
     """``ValidateVolumeMounts``, in part: each mount names a volume of the pod and a path no
     other mount of the container has."""
     causes: list[_Cause] = []
     paths: set[str] = set()
-    for j, mount in enumerate(mounts if isinstance(mounts, list) else ()):
-        if not isinstance(mount, dict):
-            continue
+    for j, mount in _objects_in(mounts):
         where = f"{at}[{j}]"
         name, path = mount.get("name"), mount.get("mountPath")
         if not name:

@@ -382,6 +382,64 @@ def test_a_request_above_its_limit_is_refused(core: client.CoreV1Api, ns: str) -
     core.create_namespaced_pod(ns, pod({"requests": {"cpu": "500m"}, "limits": {"cpu": "1"}}))
 
 
+def test_a_containers_ports_pull_policy_and_probes_are_checked(
+    core: client.CoreV1Api, ns: str
+) -> None:
+    """``validateContainerPorts``, ``validatePullPolicy`` and a probe's ``validateHandler``:
+    faults a rendered pod template carries to a cluster."""
+    name = unique("pod")
+
+    def refusal(**container: Any) -> str:
+        spec = {"containers": [{"name": "main", "image": PAUSE, **container}]}
+        with raises_status(422, "Invalid") as status:
+            core.create_namespaced_pod(ns, {"metadata": {"name": name}, "spec": spec})
+        message: str = status["message"]
+        return message.removeprefix(f'Pod "{name}" is invalid: ')
+
+    at = "spec.containers[0]"
+    web = {"containerPort": 8080, "name": "web"}
+    assert refusal(ports=[web, {**web, "containerPort": 9090}]) == (
+        f'{at}.ports[1].name: Duplicate value: "web"'
+    )
+    assert refusal(ports=[{"containerPort": 8080, "name": "Web_Port"}]) == (
+        f'{at}.ports[0].name: Invalid value: "Web_Port": must contain only alpha-numeric '
+        "characters (a-z, 0-9), and hyphens (-)"
+    )
+    assert refusal(ports=[{"containerPort": 70000}]) == (
+        f"{at}.ports[0].containerPort: Invalid value: 70000: must be between 1 and 65535, inclusive"
+    )
+    assert refusal(ports=[{"containerPort": 53, "protocol": "DNS"}]) == (
+        f'{at}.ports[0].protocol: Unsupported value: "DNS": supported values: "SCTP", "TCP", "UDP"'
+    )
+    assert refusal(imagePullPolicy="Sometimes") == (
+        f'{at}.imagePullPolicy: Unsupported value: "Sometimes": supported values: "Always", '
+        '"IfNotPresent", "Never"'
+    )
+    assert refusal(readinessProbe={"periodSeconds": 5}) == (
+        f"{at}.readinessProbe: Required value: must specify a handler type"
+    )
+    both = {"exec": {"command": ["true"]}, "tcpSocket": {"port": 8080}}
+    assert refusal(livenessProbe=both) == (
+        f"{at}.livenessProbe.tcpSocket: Forbidden: may not specify more than 1 handler type"
+    )
+    core.create_namespaced_pod(
+        ns,
+        {
+            "metadata": {"name": name},
+            "spec": {
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": PAUSE,
+                        "ports": [web],
+                        "readinessProbe": {"httpGet": {"port": "web", "path": "/ready"}},
+                    }
+                ]
+            },
+        },
+    )
+
+
 def test_a_restart_policy_is_known_and_a_workloads_is_always(
     core: client.CoreV1Api, apps: client.AppsV1Api, ns: str
 ) -> None:
