@@ -15,7 +15,7 @@ create and update:
   defaulting gives a rolling update without one is not filled in);
 - a Pod (and a workload's pod template) needs containers, each with a name (an RFC 1123
   label, not used twice among the containers and init containers) and an image, mounting
-  only volumes of the pod, each at its own path, requesting no more than its limits, with
+  only volumes of the pod (each named once, by an RFC 1123 label), each at its own path, requesting no more than its limits, with
   valid ports, a known pull policy and probes of one handler each; its restart policy is
   known, and a workload's is ``Always``;
 - a Service needs ports, unless it is headless or of type ExternalName, each port number
@@ -86,19 +86,16 @@ def _required(at: str) -> _Cause:
 
 
 def _containers(spec: dict[str, Any], at: str) -> list[_Cause]:
-    """``validateContainers`` and ``validateInitContainers``, in part (names, images, volume
-    mounts, requests within limits), then ``validateRestartPolicy``."""
+    """``ValidatePodSpec``, in part: the volumes (`_volumes`), ``validateContainers`` and
+    ``validateInitContainers`` (names, images, ports, volume mounts, pull policy, requests
+    within limits, probes), then ``validateRestartPolicy``."""
     causes: list[_Cause] = []
     containers = spec.get("containers")
     if not isinstance(containers, list) or not containers:
         return [_required(f"{at}.containers")]
     seen: set[str] = set()
-    listed = spec.get("volumes")
-    volumes = {
-        v["name"]
-        for v in (listed if isinstance(listed, list) else ())
-        if isinstance(v, dict) and isinstance(v.get("name"), str)
-    }
+    volumes: set[str] = set()  # those without faults: a mount of another is not found
+    causes += _volumes(spec.get("volumes"), f"{at}.volumes", volumes)
     for field in ("containers", "initContainers"):
         items = spec.get(field)
         for i, c in enumerate(items if isinstance(items, list) else ()):
@@ -151,6 +148,31 @@ _RESTART_POLICIES = ("Always", "OnFailure", "Never")
 _PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 #: the handlers of a probe, in ``validateHandler``'s order
 _HANDLERS = ("exec", "httpGet", "tcpSocket", "grpc")
+
+
+def _volumes(listed: Any, at: str, valid: set[str]) -> list[_Cause]:
+    """``ValidateVolumes``, in part: each volume has a name (an RFC 1123 label) that no
+    volume before it without faults has; the names of those without faults go to ``valid``
+    (what mounts may name)."""
+    causes: list[_Cause] = []
+    for i, volume in _objects_in(listed):
+        where = f"{at}[{i}]"
+        faults: list[_Cause] = []  # one without a source is an emptyDir (SetDefaults_Volume)
+        name = volume.get("name")
+        name = name if isinstance(name, str) else ""
+        if not name:
+            faults.append(_required(f"{where}.name"))
+        else:
+            problems = name_problems(name, "label")
+            faults += _invalid_each(f"{where}.name", go_string(name), problems)
+        if name in valid:
+            duplicate = f"{where}.name: Duplicate value: {go_string(name)}"
+            faults.append(("FieldValueDuplicate", f"{where}.name", duplicate))
+        if faults:
+            causes += faults
+        else:
+            valid.add(name)
+    return causes
 
 
 def _objects_in(items: Any) -> list[tuple[int, dict[str, Any]]]:

@@ -355,6 +355,34 @@ def test_a_container_mounts_only_volumes_of_its_pod_each_at_its_own_path(
     core.create_namespaced_pod(ns, {"metadata": {"name": name}, "spec": spec})
 
 
+def test_a_volume_has_a_name_of_its_own(core: client.CoreV1Api, ns: str) -> None:
+    """``ValidateVolumes``: a reconciler that appends its volume to a template on every pass
+    (not checking it is there) meets ``Duplicate value`` on a cluster; a volume's name is an
+    RFC 1123 label, listed before the faults of the containers."""
+    name = unique("pod")
+    mount = {"name": "data", "mountPath": "/data"}
+    container = {"name": "main", "image": PAUSE, "volumeMounts": [mount]}
+
+    def refusal(volumes: list[dict[str, Any]]) -> str:
+        spec = {"volumes": volumes, "containers": [container]}
+        with raises_status(422, "Invalid") as status:
+            core.create_namespaced_pod(ns, {"metadata": {"name": name}, "spec": spec})
+        message: str = status["message"]
+        return message.removeprefix(f'Pod "{name}" is invalid: ')
+
+    data = {"name": "data", "emptyDir": {}}
+    assert refusal([data, data]) == 'spec.volumes[1].name: Duplicate value: "data"'
+    bad = refusal([{"name": "Data", "emptyDir": {}}])
+    assert bad.startswith(
+        '[spec.volumes[0].name: Invalid value: "Data": a lowercase RFC 1123 label must '
+    ), bad
+    assert bad.endswith('spec.containers[0].volumeMounts[0].name: Not found: "data"]'), bad
+    # a volume without a source is an emptyDir (SetDefaults_Volume), not a fault
+    spec = {"volumes": [{"name": "data"}], "containers": [container]}
+    created = core.create_namespaced_pod(ns, {"metadata": {"name": name}, "spec": spec})
+    assert created.spec.volumes[0].empty_dir is not None
+
+
 def test_a_request_above_its_limit_is_refused(core: client.CoreV1Api, ns: str) -> None:
     """``ValidateContainerResourceRequirements``: a request is at most its limit (the value
     shown in its canonical form); one of a resource that cannot be overcommitted (an
