@@ -12,7 +12,11 @@ create and update:
   ``maxUnavailable`` that is a number above 0 or a percentage from 1% to 100%
   (``validateRollingUpdateStatefulSet``: the field is kube's MaxUnavailableStatefulSet
   feature, on by default from 1.35, which 1.31 would drop instead; the 1 that 1.35's
-  defaulting gives a rolling update without one is not filled in);
+  defaulting gives a rolling update without one is not filled in); a Deployment's (or
+  ReplicaSet's) selector is not empty, its rolling update can make progress
+  (``maxUnavailable`` and ``maxSurge`` not both 0, ``maxUnavailable`` at most 100%), its
+  ``minReadySeconds`` and ``revisionHistoryLimit`` are not negative and its
+  ``progressDeadlineSeconds`` is above ``minReadySeconds``;
 - a Pod (and a workload's pod template) needs containers, each with a name (an RFC 1123
   label, not used twice among the containers and init containers) and an image, mounting
   only volumes of the pod (each named once, by an RFC 1123 label), each at its own path, requesting no more than its limits, with
@@ -54,7 +58,7 @@ from mcruntime._selectors import (
 )
 from mcruntime.envtest import _quantity
 from mcruntime.envtest._events import legacy_causes
-from mcruntime.envtest._gofmt import go_int_or_string, go_map, go_pointer, go_string
+from mcruntime.envtest._gofmt import go_int_or_string, go_map, go_pointer, go_selector, go_string
 from mcruntime.envtest._gojson import unmarshal_object_error
 from mcruntime.envtest._immutable import secret_update_causes
 from mcruntime.envtest._ips import POD_CIDRS
@@ -308,20 +312,15 @@ def _rolling_stateful_set(rolling: dict[str, Any]) -> list[_Cause]:
     that is no percentage counts as its ``Atoi``) nor above 100%."""
     where = "spec.updateStrategy.rollingUpdate"
     causes = _nonnegative(rolling, "partition", where)
-    value = rolling.get("maxUnavailable")
-    if value is None or isinstance(value, bool) or not isinstance(value, (int, str)):
-        return causes
+    more, number = _int_or_percent(rolling, "maxUnavailable", where)
+    if number < 0 and not more:
+        return causes  # none given
+    causes += more
+    value = rolling["maxUnavailable"]
     at, shown = f"{where}.maxUnavailable", go_int_or_string(value)
-    percent = isinstance(value, str) and _PERCENT.fullmatch(value) is not None
-    if isinstance(value, str) and not percent:
-        causes.append(
-            ("FieldValueInvalid", at, f"{at}: Invalid value: {shown}: {_PERCENT_MESSAGE}")
-        )
-    causes += _nonnegative({"maxUnavailable": value}, "maxUnavailable", where)
-    number = value if isinstance(value, int) else _go_atoi(value.rstrip("%") if percent else value)
     if number == 0:
         causes.append(("FieldValueInvalid", at, f"{at}: Invalid value: {shown}: cannot be 0"))
-    if percent and number > 100:
+    if _is_percent(value) and number > 100:
         why = "must not be greater than 100%"
         causes.append(("FieldValueInvalid", at, f"{at}: Invalid value: {shown}: {why}"))
     return causes
@@ -345,8 +344,18 @@ def template_labels(spec: dict[str, Any]) -> dict[str, Any]:
     return labels if isinstance(labels, dict) else {}
 
 
-def _workload(spec: dict[str, Any]) -> list[_Cause]:
+def _workload(spec: dict[str, Any], kind: str = "") -> list[_Cause]:
     causes: list[_Cause] = []
+    selector = spec.get("selector")
+    empty = isinstance(selector, dict) and not (
+        selector.get("matchLabels") or selector.get("matchExpressions")
+    )
+    if kind in ("Deployment", "ReplicaSet") and empty:
+        # ValidateDeploymentSpec and ValidateReplicaSetSpec (a ReplicaSet's words too)
+        at, why = "spec.selector", "empty selector is invalid for deployment"
+        causes.append(
+            ("FieldValueInvalid", at, f"{at}: Invalid value: {go_selector(selector)}: {why}")
+        )
     template = spec.get("template")
     if not isinstance(template, dict):
         return [_required("spec.template")]
@@ -427,6 +436,8 @@ def _strategy(spec: dict[str, Any], kind: str) -> list[_Cause]:
         return [("FieldValueInvalid", at, f"{at}: Invalid value: {value}: {why}")]
     if kind == "StatefulSet" and type_ == "RollingUpdate" and isinstance(rolling, dict):
         return _rolling_stateful_set(rolling)
+    if kind == "Deployment" and type_ == "RollingUpdate" and isinstance(rolling, dict):
+        return _rolling_deployment(rolling)
     if type_ not in types:
         # the whole strategy is the bad value, printed with Go's %#v
         value = (
@@ -440,6 +451,67 @@ def _strategy(spec: dict[str, Any], kind: str) -> list[_Cause]:
         supported = f"supported values: {', '.join(go_string(t) for t in types)}"
         return [("FieldValueNotSupported", at, f"{at}: Unsupported value: {value}: {supported}")]
     return []
+
+
+def _is_percent(value: Any) -> bool:
+    return isinstance(value, str) and _PERCENT.fullmatch(value) is not None
+
+
+def _int_or_percent(rolling: dict[str, Any], field: str, where: str) -> tuple[list[_Cause], int]:
+    """``ValidatePositiveIntOrPercent`` of ``rolling[field]``, and its ``getIntOrPercentValue``
+    (a string that is no percentage counts as its ``Atoi``); -1 with no cause when the field
+    holds no int or string."""
+    value = rolling.get(field)
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, str)):
+        return [], -1
+    at, shown = f"{where}.{field}", go_int_or_string(value)
+    percent = _is_percent(value)
+    causes: list[_Cause] = []
+    if isinstance(value, str) and not percent:
+        causes.append(
+            ("FieldValueInvalid", at, f"{at}: Invalid value: {shown}: {_PERCENT_MESSAGE}")
+        )
+    causes += _nonnegative({field: value}, field, where)
+    number = value if isinstance(value, int) else _go_atoi(value.rstrip("%") if percent else value)
+    return causes, number
+
+
+def _rolling_deployment(rolling: dict[str, Any]) -> list[_Cause]:
+    """``ValidateRollingUpdateDeployment``: ``maxUnavailable`` and ``maxSurge`` are numbers
+    not below 0 or percentages, not both 0, and ``maxUnavailable`` at most 100%."""
+    where = "spec.strategy.rollingUpdate"
+    causes, unavailable = _int_or_percent(rolling, "maxUnavailable", where)
+    more, surge = _int_or_percent(rolling, "maxSurge", where)
+    causes += more
+    value = rolling.get("maxUnavailable")
+    at = f"{where}.maxUnavailable"
+    if unavailable == 0 and surge == 0:
+        why = "may not be 0 when `maxSurge` is 0"
+        causes.append(
+            ("FieldValueInvalid", at, f"{at}: Invalid value: {go_int_or_string(value)}: {why}")
+        )
+    if _is_percent(value) and unavailable > 100:
+        why = "must not be greater than 100%"
+        causes.append(
+            ("FieldValueInvalid", at, f"{at}: Invalid value: {go_int_or_string(value)}: {why}")
+        )
+    return causes
+
+
+def _deployment_timing(spec: dict[str, Any]) -> list[_Cause]:
+    """The end of ``ValidateDeploymentSpec``: ``minReadySeconds``, ``revisionHistoryLimit`` and
+    ``progressDeadlineSeconds`` not below 0, and the deadline (600 unless given) above
+    ``minReadySeconds``."""
+    causes = _nonnegative(spec, "minReadySeconds") + _nonnegative(spec, "revisionHistoryLimit")
+    deadline = spec.get("progressDeadlineSeconds")
+    if isinstance(deadline, int) and not isinstance(deadline, bool):
+        causes += _nonnegative(spec, "progressDeadlineSeconds")
+        ready = spec.get("minReadySeconds")
+        if deadline <= (ready if isinstance(ready, int) else 0):
+            at = "spec.progressDeadlineSeconds"
+            why = "must be greater than minReadySeconds"
+            causes.append(("FieldValueInvalid", at, f"{at}: Invalid value: {deadline}: {why}"))
+    return causes
 
 
 def _pod_management(spec: dict[str, Any]) -> list[_Cause]:
@@ -892,9 +964,11 @@ def validate(key: tuple[str, str], obj: dict[str, Any], old: dict[str, Any] | No
         causes = _pod_management(spec) + _strategy(spec, kind) if kind == "StatefulSet" else []
         if kind != "DaemonSet":
             causes += _nonnegative(spec, "replicas")
-        causes += _workload(spec)
+        causes += _workload(spec, kind)
         if kind in ("Deployment", "DaemonSet"):
             causes += _strategy(spec, kind)
+        if kind == "Deployment":
+            causes += _deployment_timing(spec)
     elif key == ("", "pods") and spec is not None:
         causes, kind, group = _containers(spec, "spec"), "Pod", ""
     elif key == ("", "services") and spec is not None:

@@ -495,6 +495,48 @@ def test_a_restart_policy_is_known_and_a_workloads_is_always(
     )
 
 
+def test_a_deployments_rollout_settings_are_checked(apps: client.AppsV1Api, ns: str) -> None:
+    """``ValidateDeploymentSpec``: an empty selector, a rolling update that may never make
+    progress (``maxUnavailable`` and ``maxSurge`` both 0) or takes down more than all pods,
+    negative counts, and a progress deadline (600 unless given) not above
+    ``minReadySeconds``: a controller that raises ``minReadySeconds`` past ten minutes
+    meets that one on a cluster."""
+    name = unique("deploy")
+
+    def refusal(**spec: Any) -> dict[str, Any]:
+        body = deployment(name, {"app": name}, [{"name": "main", "image": PAUSE}])
+        body["spec"].update(spec)
+        with raises_status(422, "Invalid") as status:
+            apps.create_namespaced_deployment(ns, body)
+        return status
+
+    status = refusal(minReadySeconds=700)
+    assert status["message"] == (
+        f'Deployment.apps "{name}" is invalid: spec.progressDeadlineSeconds: Invalid value: '
+        "600: must be greater than minReadySeconds"
+    )
+    status = refusal(revisionHistoryLimit=-1)
+    assert status["message"] == (
+        f'Deployment.apps "{name}" is invalid: spec.revisionHistoryLimit: Invalid value: -1: '
+        "must be greater than or equal to 0"
+    )
+    status = refusal(selector={})
+    assert causes(status) == [("spec.selector", "FieldValueInvalid")]
+    assert status["message"].endswith(": empty selector is invalid for deployment")
+    # an IntOrString is shown as its struct in 1.31, as its JSON in later releases
+    stuck = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 0}}
+    status = refusal(strategy=stuck)
+    assert causes(status) == [("spec.strategy.rollingUpdate.maxUnavailable", "FieldValueInvalid")]
+    assert status["message"].endswith(": may not be 0 when `maxSurge` is 0")
+    over = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "150%"}}
+    status = refusal(strategy=over)
+    assert causes(status) == [("spec.strategy.rollingUpdate.maxUnavailable", "FieldValueInvalid")]
+    assert status["message"].endswith(": must not be greater than 100%")
+    body = deployment(name, {"app": name}, [{"name": "main", "image": PAUSE}])
+    body["spec"].update(minReadySeconds=700, progressDeadlineSeconds=900)
+    assert apps.create_namespaced_deployment(ns, body).spec.progress_deadline_seconds == 900
+
+
 def test_a_stateful_set_pod_management_policy_of_an_unknown_value_is_refused(
     apps: client.AppsV1Api, ns: str
 ) -> None:
