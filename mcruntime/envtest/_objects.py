@@ -948,13 +948,14 @@ class Objects:
         return new
 
     def created_by_update(
-        self, res: ServedResource, ns: str, name: str, body: dict[str, Any]
+        self, res: ServedResource, ns: str, name: str, body: Any
     ) -> dict[str, Any]:
         """The object a PUT of absent ``name`` (of a resource of `CREATE_ON_UPDATE`) creates,
         as kube-apiserver's ``Store.Update`` creates it: a ``metadata.uid`` in ``body`` is a
         precondition the absent object fails (409), a ``resourceVersion`` is dropped (the
         storage clears it), the rest goes through create's defaults, admission and
         validation, and the response is a 201."""
+        body, _ = self._check_body(res, body)  # its metadata's faults: create's to refuse
         meta = dict(body.get("metadata") or {})
         _check_url_name(res, ns, name, meta)
         uid = meta.get("uid")

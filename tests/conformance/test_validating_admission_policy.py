@@ -620,6 +620,8 @@ def test_a_put_that_creates_a_lease_is_admitted_as_a_create(
     name = unique("lease")
     resp = raw(api, "PUT", f"{path}/{name}", body=lease(name, "refused"))
     assert_status(resp, 422, "Invalid")
+    not_an_object = raw(api, "PUT", f"{path}/{name}", body=["not", "an", "object"])
+    assert_status(not_an_object, 400, "BadRequest")
     assert raw(api, "GET", f"{path}/{name}").status == 404
     created = raw(api, "PUT", f"{path}/{name}", body=lease(name, "allowed"))
     assert created.status == 201, created.json()
