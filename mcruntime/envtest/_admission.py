@@ -60,6 +60,7 @@ from mcruntime.envtest._fields import drop_unknown_fields
 from mcruntime.envtest._http import Response
 from mcruntime.envtest._managedfields import SERVER_META
 from mcruntime.envtest._objects import NAMESPACES, WriteCheck, unchecked
+from mcruntime.envtest._registry import CREATE_ON_UPDATE
 from mcruntime.envtest._schema import apply_defaults
 from mcruntime.envtest._status import Causes, StatusError
 from mcruntime.envtest._warnings import lenient, warn
@@ -362,6 +363,19 @@ class Admission:
                     if last or not _created_meanwhile(e, api.store, res, ns, name):
                         raise
                 continue  # an UPDATE of the object the other client created
+            if old is None and verb == "update" and not sub and res.key in CREATE_ON_UPDATE:
+                # a PUT that creates the absent object, admitted as a CREATE (kube-apiserver's
+                # update handler admits it so); one that another client created meanwhile
+                # is updated instead, as GuaranteedUpdate retries with what it finds
+                body = objects.created_by_update(res, ns, name, api._body(req))
+                try:
+                    return await self._admit_create(
+                        res, ns, "", body, manager, dry_run=dry_run, check=check
+                    )
+                except StatusError as e:
+                    if last or not _created_meanwhile(e, api.store, res, ns, name):
+                        raise
+                continue
             if old is None:
                 raise StatusError.not_found(res.qualified, name, res.group, res.plural)
             mutating = self._mutating()

@@ -1101,6 +1101,8 @@ class API:
             )
         assert name is not None and ns is not None
         if verb == "update":
+            # one that creates the absent object (CREATE_ON_UPDATE) answers 201
+            existed = self.store.get(res.key, ns if res.namespaced else "", name) is not None
             obj = self.objects.update(
                 res,
                 ns,
@@ -1111,7 +1113,7 @@ class API:
                 manager=manager,
                 check=check,
             )
-            return _json_response(200, self._out(res, obj))
+            return _json_response(200 if existed else 201, self._out(res, obj))
         if verb == "patch":
             ct = req.headers.get("content-type", "")
             is_apply = req.media_type == APPLY
@@ -1201,7 +1203,7 @@ class API:
             manager=manager,
             check=_view_check(view, before),
         )
-        return _json_response(200, view.to_view(obj))
+        return _json_response(200 if before is not None else 201, view.to_view(obj))
 
     @staticmethod
     def _check_api_version(res: ServedResource, body: dict[str, Any]) -> None:

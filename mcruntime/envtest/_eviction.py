@@ -40,7 +40,7 @@ from mcruntime._selectors import LabelSelector, SelectorError
 from mcruntime.envtest._bodies import typed_body
 from mcruntime.envtest._conditions import update_pod_condition
 from mcruntime.envtest._names import now
-from mcruntime.envtest._objects import Objects
+from mcruntime.envtest._objects import Objects, check_delete_preconditions
 from mcruntime.envtest._registry import Registry, ServedResource
 from mcruntime.envtest._status import StatusError
 from mcruntime.envtest._storage import ObjectStore
@@ -274,21 +274,7 @@ class Evictions:
         if dry_run:
             self.objects.delete(pods, ns, name, options, dry_run=True)
             return
-        pre = options.get("preconditions") or {}
-        pre = pre if isinstance(pre, dict) else {}
-        for key, label, what in (
-            ("uid", "UID", "deleted and then recreated"),
-            ("resourceVersion", "ResourceVersion", "modified"),
-        ):
-            if pre.get(key) and pre[key] != meta[key]:
-                raise StatusError.conflict(
-                    "Pod",
-                    name,
-                    "",
-                    "Pod",
-                    f"the {label} in the precondition ({pre[key]}) does not match the {label} "
-                    f"in record ({meta[key]}). The object might have been {what}",
-                )
+        check_delete_preconditions(pods, pod, options)
         status = dict(pod.get("status") or {})
         status["conditions"] = update_pod_condition(
             status.get("conditions") or [], _DISRUPTION_TARGET

@@ -18,6 +18,7 @@ __all__ = [
     "go_json",
     "go_map",
     "go_plain",
+    "go_pointer",
     "go_selector",
     "go_string",
     "go_strings",
@@ -64,6 +65,12 @@ def go_selector(selector: Any) -> str:
         f"v1.LabelSelector{{MatchLabels:{go_map(selector.get('matchLabels'))}, "
         f"MatchExpressions:{match_exprs}}}"
     )
+
+
+def go_pointer(value: Any) -> str:
+    """A pointer as ``%#v`` shows it after its type: ``(nil)``, or the address of what it
+    points to (a made-up one: Go's differs from run to run)."""
+    return "(nil)" if value is None else "(0xc000100000)"
 
 
 def go_int_or_string(value: Any) -> str:

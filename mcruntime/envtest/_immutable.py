@@ -29,7 +29,7 @@ from mcruntime.envtest import _quantity
 from mcruntime.envtest._gofmt import go_selector, go_string
 from mcruntime.envtest._status import StatusError
 
-__all__ = ["check_update"]
+__all__ = ["check_update", "secret_update_causes"]
 
 _CONFIG_MAPS, _SECRETS = ("", "configmaps"), ("", "secrets")
 _SELECTOR_FIXED = {
@@ -67,6 +67,23 @@ def _immutable_data(
         if (new.get(field) or {}) != (old.get(field) or {}):
             causes.append(("FieldValueForbidden", field, f"{field}: Forbidden: {_IMMUTABLE_SET}"))
     return causes
+
+
+def secret_update_causes(new: dict[str, Any], old: dict[str, Any]) -> list[_Cause]:
+    """``ValidateSecretUpdate``'s own faults of the update of Secret ``old`` to ``new``, in
+    its order: a changed ``type``, then those of an immutable Secret (it goes on with
+    ``ValidateSecret`` of ``new``, `_validation`'s)."""
+    causes: list[_Cause] = []
+    new_type, old_type = new.get("type"), old.get("type")
+    if new_type != old_type:
+        causes.append(
+            (
+                "FieldValueInvalid",
+                "type",
+                f"type: Invalid value: {go_string(new_type or '')}: field is immutable",
+            )
+        )
+    return causes + _immutable_data(new, old, ("data",))
 
 
 def _claim(name: str, new: dict[str, Any], old: dict[str, Any]) -> None:
@@ -127,17 +144,7 @@ def check_update(key: tuple[str, str], name: str, new: dict[str, Any], old: dict
         if causes:
             raise StatusError.invalid_causes("ConfigMap", name, "", causes)
     elif key == _SECRETS:
-        causes = []
-        new_type, old_type = new.get("type"), old.get("type")
-        if new_type != old_type:
-            causes.append(
-                (
-                    "FieldValueInvalid",
-                    "type",
-                    f"type: Invalid value: {go_string(new_type or '')}: field is immutable",
-                )
-            )
-        causes += _immutable_data(new, old, ("data",))
+        causes = secret_update_causes(new, old)
         if causes:
             raise StatusError.invalid_causes("Secret", name, "", causes)
     elif key in _SELECTOR_FIXED:

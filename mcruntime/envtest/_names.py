@@ -15,6 +15,7 @@ from mcruntime._selectors import (
     regex_error,
     subdomain_problems,
 )
+from mcruntime.envtest._gofmt import go_pointer
 
 __all__ = ["name_problems", "prefix_problems", "generate_name", "now"]
 
@@ -119,6 +120,63 @@ def annotation_causes(annotations: dict[str, str], at: str) -> list[Cause]:
     if size > ANNOTATIONS_SIZE_LIMIT:
         message = f"{at}: Too long: must have at most {ANNOTATIONS_SIZE_LIMIT} bytes"
         causes.append(("FieldValueTooLong", at, message))
+    return causes
+
+
+#: ``validateOwnerReference``'s required parts (kube 1.27-1.33's words: an ``Invalid``
+#: empty value, at the list's path, not the item's)
+_OWNER_PARTS = (("apiVersion", "version"), ("kind", "kind"), ("name", "name"), ("uid", "uid"))
+
+
+def _go_owner_reference(ref: dict[str, Any]) -> str:
+    """A ``v1.OwnerReference`` as ``%#v`` prints it."""
+    parts = ", ".join(
+        f"{go}:{json.dumps(str(ref.get(key) or ''), ensure_ascii=False)}"
+        for go, key in (
+            ("APIVersion", "apiVersion"),
+            ("Kind", "kind"),
+            ("Name", "name"),
+            ("UID", "uid"),
+        )
+    )
+    controller, blocks = ref.get("controller"), ref.get("blockOwnerDeletion")
+    return (
+        f"v1.OwnerReference{{{parts}, Controller:(*bool){go_pointer(controller)}, "
+        f"BlockOwnerDeletion:(*bool){go_pointer(blocks)}}}"
+    )
+
+
+def owner_reference_causes(refs: list[Any], at: str) -> list[Cause]:
+    """apimachinery's ``ValidateOwnerReferences`` (1.27-1.33) of ``refs`` at ``at``
+    (``metadata.ownerReferences``): each names its owner's version, kind, name and uid, and
+    one at most is the controller."""
+    causes: list[Cause] = []
+    controller = ""
+    for ref in refs:
+        if not isinstance(ref, dict):
+            continue
+        for key, word in _OWNER_PARTS:
+            value = ref.get(key)
+            value = value if isinstance(value, str) else ""
+            if key == "apiVersion":
+                value = value.rpartition("/")[2]  # the version: what must not be empty
+            if not value:
+                causes.append(_invalid(f"{at}.{key}", "", f"{word} must not be empty"))
+        if ref.get("controller") is True:
+            current = f"{ref.get('kind')}/{ref.get('name')}"
+            if controller:
+                shown = (
+                    "[]v1.OwnerReference{"
+                    + ", ".join(_go_owner_reference(r) for r in refs if isinstance(r, dict))
+                    + "}"
+                )
+                why = (
+                    'Only one reference can have Controller set to true. Found "true" in '
+                    f"references for {controller} and {current}"
+                )
+                causes.append(("FieldValueInvalid", at, f"{at}: Invalid value: {shown}: {why}"))
+            else:
+                controller = current
     return causes
 
 

@@ -56,6 +56,7 @@ from mcruntime.envtest._names import (
     label_causes,
     name_problems,
     now,
+    owner_reference_causes,
     prefix_problems,
     rfc3339,
 )
@@ -73,7 +74,12 @@ from mcruntime.envtest._pod_status import (
     decoded_pod_status,
 )
 from mcruntime.envtest._pod_update import check_pod_update
-from mcruntime.envtest._registry import STATUS_SUBRESOURCES, Registry, ServedResource
+from mcruntime.envtest._registry import (
+    CREATE_ON_UPDATE,
+    STATUS_SUBRESOURCES,
+    Registry,
+    ServedResource,
+)
 from mcruntime.envtest._schema import Cause, apply_schema, in_version, prune
 from mcruntime.envtest._status import Causes, StatusError, status_success
 from mcruntime.envtest._storage import ObjectStore, ResKey, owner_uids
@@ -100,6 +106,7 @@ __all__ = [
     "NAMESPACES",
     "CRDS",
     "PROTECTED_NAMESPACES",
+    "check_delete_preconditions",
     "json_patch",
     "non_apply_force",
     "patch_failed",
@@ -368,16 +375,7 @@ class Objects:
                     causes.append(
                         ("FieldValueInvalid", field, f"{field}: Invalid value: must be an object")
                     )
-                    continue
-                for part in ("apiVersion", "kind", "name", "uid"):
-                    if not isinstance(ref.get(part), str) or not ref[part]:
-                        causes.append(
-                            (
-                                "FieldValueRequired",
-                                f"{field}.{part}",
-                                f"{field}.{part}: Required value: {part} must not be empty",
-                            )
-                        )
+            causes += owner_reference_causes(refs, "metadata.ownerReferences")
         finalizers = meta.get("finalizers")
         if finalizers is not None and (
             not isinstance(finalizers, list) or not all(isinstance(f, str) for f in finalizers)
@@ -763,7 +761,8 @@ class Objects:
         check: WriteCheck | None = None,
     ) -> dict[str, Any]:
         """PUT, on the object or on ``subresource``: replace the object (or, for a subresource
-        of `STATUS_SUBRESOURCES`, its status); 200 with the result.
+        of `STATUS_SUBRESOURCES`, its status); 200 with the result. A PUT of an absent
+        object of a resource of `CREATE_ON_UPDATE` creates it (`created_by_update`).
 
         ``manager`` takes ownership of the fields the update changes (an Update entry
         of ``managedFields``, recorded for ``subresource``); ``managed_fields`` replaces
@@ -773,24 +772,18 @@ class Objects:
         status = subresource in STATUS_SUBRESOURCES
         if meta_causes and subresource:
             raise StatusError.invalid_causes(res.kind, name, res.group, meta_causes)
+        meta = dict(body.get("metadata") or {})
+        _check_url_name(res, ns, name, meta)
         store_ns = ns if res.namespaced else ""
         stored = self.store.get(res.key, store_ns, name)
+        if stored is None and not subresource and res.key in CREATE_ON_UPDATE:
+            created = self.created_by_update(res, ns, name, body)
+            return self.create(res, ns, created, dry_run=dry_run, manager=manager, check=check)
         if stored is None:
             raise self._not_found(res, name)
         # updated as served in the request's version (a CRD's object stored in another is
         # converted, with its stored version's defaults), as kube-apiserver decodes it first
         old = self._out(res, stored) if res.custom else stored
-        meta = dict(body.get("metadata") or {})
-        body_name = meta.get("name")
-        if body_name and body_name != name:
-            raise StatusError.bad_request(
-                f"the name of the object ({body_name}) does not match the name on the URL ({name})"
-            )
-        body_ns = meta.get("namespace")
-        if res.namespaced and body_ns and body_ns != ns:
-            raise StatusError.bad_request(
-                "the namespace of the provided object does not match the namespace sent on the request"
-            )
         self._refuse_invalid(res, {**body, "metadata": {**meta, "name": name}}, old, meta_causes)
         old_meta = old["metadata"]
         uid = meta.get("uid")
@@ -955,6 +948,30 @@ class Objects:
         elif res.key == _policies.POLICIES:
             self._policy_status(res, new)
         return new
+
+    def created_by_update(
+        self, res: ServedResource, ns: str, name: str, body: Any
+    ) -> dict[str, Any]:
+        """The object a PUT of absent ``name`` (of a resource of `CREATE_ON_UPDATE`) creates,
+        as kube-apiserver's ``Store.Update`` creates it: a ``metadata.uid`` in ``body`` is a
+        precondition the absent object fails (409), a ``resourceVersion`` is dropped (the
+        storage clears it), the rest goes through create's defaults, admission and
+        validation, and the response is a 201."""
+        body, _ = self._check_body(res, body)  # its metadata's faults: create's to refuse
+        meta = dict(body.get("metadata") or {})
+        _check_url_name(res, ns, name, meta)
+        uid = meta.get("uid")
+        if uid:
+            raise StatusError.conflict(
+                res.qualified,
+                name,
+                res.group,
+                res.plural,
+                f"Precondition failed: UID in precondition: {uid}, UID in object meta: ",
+            )
+        meta.pop("resourceVersion", None)
+        meta["name"] = name
+        return {**body, "metadata": meta}
 
     def _track(
         self,
@@ -1161,25 +1178,7 @@ class Objects:
         if old is None:
             raise self._not_found(res, name)
         meta = old["metadata"]
-        pre = options.get("preconditions") or {}
-        if isinstance(pre, dict):
-            if pre.get("uid") and pre["uid"] != meta["uid"]:
-                raise StatusError.conflict(
-                    res.qualified,
-                    name,
-                    res.group,
-                    res.plural,
-                    f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {meta['uid']}",
-                )
-            if pre.get("resourceVersion") and pre["resourceVersion"] != meta["resourceVersion"]:
-                raise StatusError.conflict(
-                    res.qualified,
-                    name,
-                    res.group,
-                    res.plural,
-                    f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, "
-                    f"ResourceVersion in object meta: {meta['resourceVersion']}",
-                )
+        check_delete_preconditions(res, old, options)
         policy = options.get("propagationPolicy") or "Background"
         if policy not in ("Background", "Foreground", "Orphan"):
             raise StatusError.invalid(
@@ -1669,6 +1668,48 @@ def _unknown_fields(res: ServedResource, dropped: list[str]) -> None:
     if directive == "Warn":
         for p in dropped:
             warn(f'unknown field "{p}"')
+
+
+def check_delete_preconditions(
+    res: ServedResource, obj: dict[str, Any], options: dict[str, Any]
+) -> None:
+    """Refuse (409) the delete of ``obj`` whose ``options.preconditions`` (a uid, a
+    resourceVersion) it does not meet, as kube-apiserver's ``rest.BeforeDelete`` does before
+    the storage sees the delete: its conflict names the kind (``GroupResource{Group, Kind}``),
+    not the resource."""
+    pre = options.get("preconditions") or {}
+    if not isinstance(pre, dict):
+        return
+    meta = obj["metadata"]
+    for key, label, what in (
+        ("uid", "UID", "deleted and then recreated"),
+        ("resourceVersion", "ResourceVersion", "modified"),
+    ):
+        if pre.get(key) and pre[key] != meta[key]:
+            kind = f"{res.kind}.{res.group}" if res.group else res.kind
+            raise StatusError.conflict(
+                kind,
+                meta["name"],
+                res.group,
+                res.kind,
+                f"the {label} in the precondition ({pre[key]}) does not match the {label} "
+                f"in record ({meta[key]}). The object might have been {what}",
+            )
+
+
+def _check_url_name(res: ServedResource, ns: str, name: str, meta: dict[str, Any]) -> None:
+    """A PUT's body names the object (and namespace) its URL names, or none (400 else), as
+    kube-apiserver's update handler checks before the storage looks the object up."""
+    body_name = meta.get("name")
+    if body_name and body_name != name:
+        raise StatusError.bad_request(
+            f"the name of the object ({body_name}) does not match the name on the URL ({name})"
+        )
+    body_ns = meta.get("namespace")
+    if res.namespaced and body_ns and body_ns != ns:
+        raise StatusError.bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request"
+        )
 
 
 def _default_and_check(key: ResKey, obj: dict[str, Any], old: dict[str, Any] | None) -> None:

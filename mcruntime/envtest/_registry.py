@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BASE_FIELDS",
     "CLUSTER_FIELDS",
+    "CREATE_ON_UPDATE",
     "ServedResource",
     "Registry",
     "BUILTINS",
@@ -33,6 +34,23 @@ BASE_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
 CLUSTER_FIELDS = frozenset({"metadata.name"})
 
 
+#: the storage keys of the resources a PUT of an absent object creates: those whose registry
+#: strategy's ``AllowCreateOnUpdate`` is true (kubernetes ``pkg/registry/*/strategy.go``);
+#: for every other resource (ConfigMaps, Secrets, Pods, custom resources, ...) it is a 404
+CREATE_ON_UPDATE: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("", "events"),  # events.k8s.io's too: the same storage
+        ("", "endpoints"),
+        ("", "limitranges"),
+        ("", "services"),
+        ("coordination.k8s.io", "leases"),
+        ("node.k8s.io", "runtimeclasses"),
+        ("rbac.authorization.k8s.io", "roles"),
+        ("rbac.authorization.k8s.io", "rolebindings"),
+        ("rbac.authorization.k8s.io", "clusterroles"),
+        ("rbac.authorization.k8s.io", "clusterrolebindings"),
+    }
+)
 #: the subresources whose writes change an object's status only (approval: a CSR's conditions)
 STATUS_SUBRESOURCES = frozenset({"status", "approval"})
 #: the kind of the ``eviction`` subresource's body, as discovery and admission webhooks name it

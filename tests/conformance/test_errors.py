@@ -88,13 +88,55 @@ def test_update_without_resource_version_is_unconditional(core: client.CoreV1Api
 
 
 def test_delete_with_wrong_uid_precondition_is_conflict(core: client.CoreV1Api, ns: str) -> None:
+    """``rest.BeforeDelete`` checks the preconditions before the storage does, and names the
+    kind, not the resource, in its conflict."""
     name = unique("cm")
-    core.create_namespaced_config_map(ns, configmap(name))
-    with raises_status(409, "Conflict"):
+    cm = core.create_namespaced_config_map(ns, configmap(name))
+    wrong = "00000000-0000-0000-0000-000000000000"
+    with raises_status(409, "Conflict") as status:
+        core.delete_namespaced_config_map(name, ns, body={"preconditions": {"uid": wrong}})
+    assert status["message"] == (
+        f'Operation cannot be fulfilled on ConfigMap "{name}": the UID in the precondition '
+        f"({wrong}) does not match the UID in record ({cm.metadata.uid}). The object might "
+        "have been deleted and then recreated"
+    )
+    assert status["details"]["kind"] == "ConfigMap"
+    version = cm.metadata.resource_version
+    core.patch_namespaced_config_map(name, ns, {"data": {"changed": "yes"}})
+    now = core.read_namespaced_config_map(name, ns).metadata.resource_version
+    with raises_status(409, "Conflict") as status:
         core.delete_namespaced_config_map(
-            name, ns, body={"preconditions": {"uid": "00000000-0000-0000-0000-000000000000"}}
+            name, ns, body={"preconditions": {"resourceVersion": version}}
         )
+    assert status["message"] == (
+        f'Operation cannot be fulfilled on ConfigMap "{name}": the ResourceVersion in the '
+        f"precondition ({version}) does not match the ResourceVersion in record ({now}). "
+        "The object might have been modified"
+    )
     assert core.read_namespaced_config_map(name, ns).metadata.name == name
+
+
+def test_a_delete_precondition_conflict_names_the_kind_and_its_group(
+    apps: client.AppsV1Api, ns: str
+) -> None:
+    name = unique("deploy")
+    labels = {"app": name}
+    template = {
+        "metadata": {"labels": labels},
+        "spec": {"containers": [{"name": "c", "image": "x"}]},
+    }
+    body = {
+        "metadata": {"name": name},
+        "spec": {"selector": {"matchLabels": labels}, "template": template},
+    }
+    apps.create_namespaced_deployment(ns, body)
+    with raises_status(409, "Conflict") as status:
+        apps.delete_namespaced_deployment(name, ns, body={"preconditions": {"uid": "not-it"}})
+    assert status["message"].startswith(
+        f'Operation cannot be fulfilled on Deployment.apps "{name}": the UID in the precondition '
+        "(not-it) does not match the UID in record ("
+    )
+    assert (status["details"]["group"], status["details"]["kind"]) == ("apps", "Deployment")
 
 
 @pytest.mark.parametrize("bad_name", ["Upper_Case", "-leading-dash", "has space", "a" * 254])

@@ -54,9 +54,11 @@ def test_a_secret_keeps_its_type_and_when_immutable_its_data(
     assert status["message"] == f'Secret "{name}" is invalid: data: Forbidden: {IMMUTABLE_SET}'
     with raises_status(422, "Invalid") as status:
         core.patch_namespaced_secret(name, ns, {"type": "kubernetes.io/basic-auth"})
+    # ValidateSecretUpdate goes on with ValidateSecret: a basic-auth Secret needs a
+    # username or a password
     assert status["message"] == (
-        f'Secret "{name}" is invalid: type: Invalid value: "kubernetes.io/basic-auth": '
-        "field is immutable"
+        f'Secret "{name}" is invalid: [type: Invalid value: "kubernetes.io/basic-auth": '
+        "field is immutable, data[username]: Required value, data[password]: Required value]"
     )
     mutable = unique("secret")
     core.create_namespaced_secret(ns, {"metadata": {"name": mutable}, "stringData": {"a": "1"}})

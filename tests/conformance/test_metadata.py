@@ -198,3 +198,38 @@ def test_create_in_missing_namespace_is_not_found(core: client.CoreV1Api) -> Non
         core.create_namespaced_config_map(missing, configmap(unique("cm")))
     assert status["details"]["name"] == missing
     assert status["details"]["kind"] == "namespaces"
+
+
+def test_owner_references_name_their_owner_and_one_at_most_controls(
+    core: client.CoreV1Api, ns: str
+) -> None:
+    """apimachinery's ``ValidateOwnerReferences`` (1.27-1.33): an empty part of a reference
+    is invalid at the list's path; a second controller reference is refused, a controller
+    that adopts an object another one controls meets this on a cluster."""
+    name = unique("cm")
+    ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": ""}
+    with raises_status(422, "Invalid") as status:
+        core.create_namespaced_config_map(ns, configmap(name, ownerReferences=[ref]))
+    assert status["message"] == (
+        f'ConfigMap "{name}" is invalid: metadata.ownerReferences.uid: Invalid value: "": '
+        "uid must not be empty"
+    )
+    first = {**ref, "uid": "6e5a0c1e-0000-4000-8000-000000000001", "controller": True}
+    second = {**first, "name": "other", "uid": "6e5a0c1e-0000-4000-8000-000000000002"}
+    with raises_status(422, "Invalid") as status:
+        core.create_namespaced_config_map(ns, configmap(name, ownerReferences=[first, second]))
+    assert [(c["field"], c["reason"]) for c in status["details"]["causes"]] == [
+        ("metadata.ownerReferences", "FieldValueInvalid")
+    ]
+    # the list is shown as Go's %#v shows it, its pointers' addresses differing run to run
+    assert status["message"].startswith(
+        f'ConfigMap "{name}" is invalid: metadata.ownerReferences: Invalid value: '
+        '[]v1.OwnerReference{v1.OwnerReference{APIVersion:"v1", Kind:"ConfigMap", '
+        'Name:"owner", UID:"6e5a0c1e-0000-4000-8000-000000000001", Controller:(*bool)(0x'
+    )
+    assert status["message"].endswith(
+        ': Only one reference can have Controller set to true. Found "true" in references '
+        "for ConfigMap/owner and ConfigMap/other"
+    )
+    second["controller"] = False
+    core.create_namespaced_config_map(ns, configmap(name, ownerReferences=[first, second]))

@@ -592,3 +592,42 @@ def test_policies_do_not_apply_to_policies(
     body = raw(api, "GET", f"{BASE}/validatingadmissionpolicies").json()
     names = [item["metadata"]["name"] for item in body["items"]]
     assert other not in names and policy in names
+
+
+def test_a_put_that_creates_a_lease_is_admitted_as_a_create(
+    policies: Policies, api: ApiClient, ns: str
+) -> None:
+    """kube-apiserver's update handler admits a PUT that creates the absent object (a
+    Lease's strategy allows it) as a CREATE: a policy on CREATE only refuses it, and lets
+    the next PUT, an UPDATE of what exists, through."""
+    leases = {"apiGroups": ["coordination.k8s.io"], "apiVersions": ["v1"], "resources": ["leases"]}
+    policy = policies.policy(
+        [{**leases, "operations": ["CREATE"]}],
+        validations=[{"expression": "object.spec.holderIdentity == 'allowed'"}],
+    )
+    policies.bind(policy)
+    path = f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases"
+
+    def lease(name: str, holder: str, **meta: Any) -> dict[str, Any]:
+        return {"metadata": {"name": name, **meta}, "spec": {"holderIdentity": holder}}
+
+    def probe() -> Any:
+        return client.CoordinationV1Api(api).create_namespaced_lease(
+            ns, lease(unique("probe"), "refused"), dry_run="All"
+        )
+
+    wait_for(refused(probe), timeout=15, what="the policy enforced")
+    name = unique("lease")
+    resp = raw(api, "PUT", f"{path}/{name}", body=lease(name, "refused"))
+    assert_status(resp, 422, "Invalid")
+    not_an_object = raw(api, "PUT", f"{path}/{name}", body=["not", "an", "object"])
+    assert_status(not_an_object, 400, "BadRequest")
+    assert raw(api, "GET", f"{path}/{name}").status == 404
+    created = raw(api, "PUT", f"{path}/{name}", body=lease(name, "allowed"))
+    assert created.status == 201, created.json()
+    version = created.json()["metadata"]["resourceVersion"]
+    updated = raw(
+        api, "PUT", f"{path}/{name}", body=lease(name, "now-other", resourceVersion=version)
+    )
+    assert updated.status == 200, updated.json()
+    assert updated.json()["spec"]["holderIdentity"] == "now-other"

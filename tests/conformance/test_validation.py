@@ -317,6 +317,226 @@ def test_a_daemon_set_update_strategy_of_an_unknown_type_is_refused(
     )
 
 
+def test_a_container_mounts_only_volumes_of_its_pod_each_at_its_own_path(
+    core: client.CoreV1Api, apps: client.AppsV1Api, ns: str
+) -> None:
+    """``ValidateVolumeMounts``: the mount a controller renders without the volume it
+    names (the classic fault of a template split across helpers) is refused, in a Pod and
+    in a workload's template."""
+    name = unique("pod")
+    mount = {"name": "data", "mountPath": "/data"}
+    container = {"name": "main", "image": PAUSE, "volumeMounts": [mount]}
+    with raises_status(422, "Invalid") as status:
+        core.create_namespaced_pod(
+            ns, {"metadata": {"name": name}, "spec": {"containers": [container]}}
+        )
+    assert status["message"] == (
+        f'Pod "{name}" is invalid: spec.containers[0].volumeMounts[0].name: Not found: "data"'
+    )
+    assert causes(status) == [("spec.containers[0].volumeMounts[0].name", "FieldValueNotFound")]
+    with raises_status(422, "Invalid") as status:
+        apps.create_namespaced_deployment(ns, deployment(name, {"app": name}, [container]))
+    assert status["message"] == (
+        f'Deployment.apps "{name}" is invalid: '
+        'spec.template.spec.containers[0].volumeMounts[0].name: Not found: "data"'
+    )
+    volumes = [{"name": "data", "emptyDir": {}}, {"name": "logs", "emptyDir": {}}]
+    twice = {**container, "volumeMounts": [mount, {"name": "logs", "mountPath": "/data"}]}
+    spec = {"volumes": volumes, "containers": [twice]}
+    with raises_status(422, "Invalid") as status:
+        core.create_namespaced_pod(ns, {"metadata": {"name": name}, "spec": spec})
+    assert status["message"] == (
+        f'Pod "{name}" is invalid: spec.containers[0].volumeMounts[1].mountPath: '
+        'Invalid value: "/data": must be unique'
+    )
+    spec["containers"] = [
+        {**container, "volumeMounts": [mount, {"name": "logs", "mountPath": "/logs"}]}
+    ]
+    core.create_namespaced_pod(ns, {"metadata": {"name": name}, "spec": spec})
+
+
+def test_a_volume_has_a_name_of_its_own(core: client.CoreV1Api, ns: str) -> None:
+    """``ValidateVolumes``: a reconciler that appends its volume to a template on every pass
+    (not checking it is there) meets ``Duplicate value`` on a cluster; a volume's name is an
+    RFC 1123 label, listed before the faults of the containers."""
+    name = unique("pod")
+    mount = {"name": "data", "mountPath": "/data"}
+    container = {"name": "main", "image": PAUSE, "volumeMounts": [mount]}
+
+    def refusal(volumes: list[dict[str, Any]]) -> str:
+        spec = {"volumes": volumes, "containers": [container]}
+        with raises_status(422, "Invalid") as status:
+            core.create_namespaced_pod(ns, {"metadata": {"name": name}, "spec": spec})
+        message: str = status["message"]
+        return message.removeprefix(f'Pod "{name}" is invalid: ')
+
+    data = {"name": "data", "emptyDir": {}}
+    assert refusal([data, data]) == 'spec.volumes[1].name: Duplicate value: "data"'
+    bad = refusal([{"name": "Data", "emptyDir": {}}])
+    assert bad.startswith(
+        '[spec.volumes[0].name: Invalid value: "Data": a lowercase RFC 1123 label must '
+    ), bad
+    assert bad.endswith('spec.containers[0].volumeMounts[0].name: Not found: "data"]'), bad
+    # a volume without a source is an emptyDir (SetDefaults_Volume), not a fault
+    spec = {"volumes": [{"name": "data"}], "containers": [container]}
+    created = core.create_namespaced_pod(ns, {"metadata": {"name": name}, "spec": spec})
+    assert created.spec.volumes[0].empty_dir is not None
+
+
+def test_a_request_above_its_limit_is_refused(core: client.CoreV1Api, ns: str) -> None:
+    """``ValidateContainerResourceRequirements``: a request is at most its limit (the value
+    shown in its canonical form); one of a resource that cannot be overcommitted (an
+    extended resource) equals it."""
+    name = unique("pod")
+
+    def pod(resources: dict[str, Any]) -> dict[str, Any]:
+        container = {"name": "main", "image": PAUSE, "resources": resources}
+        return {"metadata": {"name": name}, "spec": {"containers": [container]}}
+
+    def refusal(request: dict[str, str], limit: dict[str, str]) -> str:
+        with raises_status(422, "Invalid") as status:
+            core.create_namespaced_pod(ns, pod({"requests": request, "limits": limit}))
+        message: str = status["message"]
+        return message.removeprefix(f'Pod "{name}" is invalid: ')
+
+    assert refusal({"memory": "2048Mi"}, {"memory": "1Gi"}) == (
+        'spec.containers[0].resources.requests: Invalid value: "2Gi": '
+        "must be less than or equal to memory limit of 1Gi"
+    )
+    assert refusal({"example.com/gpu": "1"}, {"example.com/gpu": "2"}) == (
+        'spec.containers[0].resources.requests: Invalid value: "1": '
+        "must be equal to example.com/gpu limit of 2"
+    )
+    core.create_namespaced_pod(ns, pod({"requests": {"cpu": "500m"}, "limits": {"cpu": "1"}}))
+
+
+def test_a_containers_ports_pull_policy_and_probes_are_checked(
+    core: client.CoreV1Api, ns: str
+) -> None:
+    """``validateContainerPorts``, ``validatePullPolicy`` and a probe's ``validateHandler``:
+    faults a rendered pod template carries to a cluster."""
+    name = unique("pod")
+
+    def refusal(**container: Any) -> str:
+        spec = {"containers": [{"name": "main", "image": PAUSE, **container}]}
+        with raises_status(422, "Invalid") as status:
+            core.create_namespaced_pod(ns, {"metadata": {"name": name}, "spec": spec})
+        message: str = status["message"]
+        return message.removeprefix(f'Pod "{name}" is invalid: ')
+
+    at = "spec.containers[0]"
+    web = {"containerPort": 8080, "name": "web"}
+    assert refusal(ports=[web, {**web, "containerPort": 9090}]) == (
+        f'{at}.ports[1].name: Duplicate value: "web"'
+    )
+    assert refusal(ports=[{"containerPort": 8080, "name": "Web_Port"}]) == (
+        f'{at}.ports[0].name: Invalid value: "Web_Port": must contain only alpha-numeric '
+        "characters (a-z, 0-9), and hyphens (-)"
+    )
+    assert refusal(ports=[{"containerPort": 70000}]) == (
+        f"{at}.ports[0].containerPort: Invalid value: 70000: must be between 1 and 65535, inclusive"
+    )
+    assert refusal(ports=[{"containerPort": 53, "protocol": "DNS"}]) == (
+        f'{at}.ports[0].protocol: Unsupported value: "DNS": supported values: "SCTP", "TCP", "UDP"'
+    )
+    assert refusal(imagePullPolicy="Sometimes") == (
+        f'{at}.imagePullPolicy: Unsupported value: "Sometimes": supported values: "Always", '
+        '"IfNotPresent", "Never"'
+    )
+    assert refusal(readinessProbe={"periodSeconds": 5}) == (
+        f"{at}.readinessProbe: Required value: must specify a handler type"
+    )
+    both = {"exec": {"command": ["true"]}, "tcpSocket": {"port": 8080}}
+    assert refusal(livenessProbe=both) == (
+        f"{at}.livenessProbe.tcpSocket: Forbidden: may not specify more than 1 handler type"
+    )
+    core.create_namespaced_pod(
+        ns,
+        {
+            "metadata": {"name": name},
+            "spec": {
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": PAUSE,
+                        "ports": [web],
+                        "readinessProbe": {"httpGet": {"port": "web", "path": "/ready"}},
+                    }
+                ]
+            },
+        },
+    )
+
+
+def test_a_restart_policy_is_known_and_a_workloads_is_always(
+    core: client.CoreV1Api, apps: client.AppsV1Api, ns: str
+) -> None:
+    name = unique("pod")
+    containers = [{"name": "main", "image": PAUSE}]
+    with raises_status(422, "Invalid") as status:
+        core.create_namespaced_pod(
+            ns,
+            {
+                "metadata": {"name": name},
+                "spec": {"restartPolicy": "Sometimes", "containers": containers},
+            },
+        )
+    assert status["message"] == (
+        f'Pod "{name}" is invalid: spec.restartPolicy: Unsupported value: "Sometimes": '
+        'supported values: "Always", "OnFailure", "Never"'
+    )
+    body = deployment(name, {"app": name}, containers)
+    body["spec"]["template"]["spec"]["restartPolicy"] = "Never"
+    with raises_status(422, "Invalid") as status:
+        apps.create_namespaced_deployment(ns, body)
+    assert status["message"] == (
+        f'Deployment.apps "{name}" is invalid: spec.template.spec.restartPolicy: '
+        'Unsupported value: "Never": supported values: "Always"'
+    )
+
+
+def test_a_deployments_rollout_settings_are_checked(apps: client.AppsV1Api, ns: str) -> None:
+    """``ValidateDeploymentSpec``: an empty selector, a rolling update that may never make
+    progress (``maxUnavailable`` and ``maxSurge`` both 0) or takes down more than all pods,
+    negative counts, and a progress deadline (600 unless given) not above
+    ``minReadySeconds``: a controller that raises ``minReadySeconds`` past ten minutes
+    meets that one on a cluster."""
+    name = unique("deploy")
+
+    def refusal(**spec: Any) -> dict[str, Any]:
+        body = deployment(name, {"app": name}, [{"name": "main", "image": PAUSE}])
+        body["spec"].update(spec)
+        with raises_status(422, "Invalid") as status:
+            apps.create_namespaced_deployment(ns, body)
+        return status
+
+    status = refusal(minReadySeconds=700)
+    assert status["message"] == (
+        f'Deployment.apps "{name}" is invalid: spec.progressDeadlineSeconds: Invalid value: '
+        "600: must be greater than minReadySeconds"
+    )
+    status = refusal(revisionHistoryLimit=-1)
+    assert status["message"] == (
+        f'Deployment.apps "{name}" is invalid: spec.revisionHistoryLimit: Invalid value: -1: '
+        "must be greater than or equal to 0"
+    )
+    status = refusal(selector={})
+    assert causes(status) == [("spec.selector", "FieldValueInvalid")]
+    assert status["message"].endswith(": empty selector is invalid for deployment")
+    # an IntOrString is shown as its struct in 1.31, as its JSON in later releases
+    stuck = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 0}}
+    status = refusal(strategy=stuck)
+    assert causes(status) == [("spec.strategy.rollingUpdate.maxUnavailable", "FieldValueInvalid")]
+    assert status["message"].endswith(": may not be 0 when `maxSurge` is 0")
+    over = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "150%"}}
+    status = refusal(strategy=over)
+    assert causes(status) == [("spec.strategy.rollingUpdate.maxUnavailable", "FieldValueInvalid")]
+    assert status["message"].endswith(": must not be greater than 100%")
+    body = deployment(name, {"app": name}, [{"name": "main", "image": PAUSE}])
+    body["spec"].update(minReadySeconds=700, progressDeadlineSeconds=900)
+    assert apps.create_namespaced_deployment(ns, body).spec.progress_deadline_seconds == 900
+
+
 def test_a_stateful_set_pod_management_policy_of_an_unknown_value_is_refused(
     apps: client.AppsV1Api, ns: str
 ) -> None:
@@ -443,8 +663,10 @@ def test_a_service_port_out_of_range_or_an_unknown_type_is_refused(
     body = {"metadata": {"name": name}, "spec": {"type": "Internal", "ports": [{"port": 70000}]}}
     with raises_status(422, "Invalid") as status:
         core.create_namespaced_service(ns, body)
+    # the target port, defaulted to the port (SetDefaults_Service), is out of range too
     assert sorted(causes(status)) == [
         ("spec.ports[0].port", "FieldValueInvalid"),
+        ("spec.ports[0].targetPort", "FieldValueInvalid"),
         ("spec.type", "FieldValueNotSupported"),
     ]
     assert (

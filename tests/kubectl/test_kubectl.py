@@ -346,6 +346,46 @@ def test_create_of_a_configmap_with_a_number_prints_the_decoder_s_error(
     assert kubectl.run("get", "configmap", "numbers", "-n", ns, check=False).returncode != 0
 
 
+def test_replace_of_an_absent_lease_creates_it_and_of_a_configmap_fails(
+    kubectl: Kubectl, ns: str
+) -> None:
+    """``kubectl replace`` PUTs the manifest: kube-apiserver creates an absent Lease (its
+    strategy allows create on update) and answers 404 for an absent ConfigMap."""
+    lease = (
+        "apiVersion: coordination.k8s.io/v1\nkind: Lease\n"
+        f"metadata: {{name: replaced, namespace: {ns}}}\nspec: {{holderIdentity: me}}\n"
+    )
+    assert kubectl("replace", "-f", "-", input=lease).strip() == (
+        "lease.coordination.k8s.io/replaced replaced"
+    )
+    assert kubectl(
+        "get", "lease", "replaced", "-n", ns, "-o", "jsonpath={.spec.holderIdentity}"
+    ) == ("me")
+    cm = f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: replaced, namespace: {ns}}}\n"
+    out = kubectl.run("replace", "-f", "-", input=cm, check=False)
+    assert out.returncode == 1
+    assert out.stderr.strip() == (
+        'Error from server (NotFound): error when replacing "STDIN": '
+        'configmaps "replaced" not found'
+    )
+
+
+def test_create_secret_of_a_type_without_its_keys_prints_the_servers_refusal(
+    kubectl: Kubectl, ns: str
+) -> None:
+    """``kubectl create secret generic --type=kubernetes.io/tls`` checks nothing itself: the
+    Secret kube-apiserver's ``ValidateSecret`` refuses, for want of ``tls.crt`` and
+    ``tls.key``, is not created, and kubectl prints why."""
+    args = ("create", "secret", "generic", "half-tls", "-n", ns, "--type=kubernetes.io/tls")
+    out = kubectl.run(*args, "--from-literal=tls.crt=c", check=False)
+    assert out.returncode == 1
+    assert out.stderr.strip() == (
+        'error: failed to create secret Secret "half-tls" is invalid: data[tls.key]: Required value'
+    )
+    assert kubectl.run("get", "secret", "half-tls", "-n", ns, check=False).returncode != 0
+    kubectl(*args, "--from-literal=tls.crt=c", "--from-literal=tls.key=k")
+
+
 def test_create_prints_every_fault_of_a_manifest_at_once(kubectl: Kubectl, ns: str) -> None:
     """kube-apiserver validates an object's metadata and spec together: kubectl prints the
     faults of a broken manifest all at once, in the server's order, not one per attempt."""
