@@ -41,6 +41,8 @@ def test_the_page_s_fleet_sample_converts_the_renamed_field_both_ways() -> None:
     runnable = [b for b in blocks if "install_crds(cluster, [WebApp]" not in b]
     namespace: dict[str, Any] = {"__name__": "crds_page"}
     for block in runnable:  # the fleet's samples build on the model sample's imports
+        if "mgr.fleet_clusters()" in block:  # the migration loop needs a running fleet: its imports
+            block = "\n".join(line for line in block.splitlines() if line.startswith("from "))
         exec(compile(block, str(PAGE), "exec", dont_inherit=True), namespace)
     crd = namespace["generate_crd"](namespace["Backend"], namespace["BackendV1alpha1"])
     versions = {v["name"]: v for v in crd["spec"]["versions"]}
