@@ -29,6 +29,7 @@ from mcruntime.controllerutil import (
     remove_finalizer,
 )
 from mcruntime.errors import MCRuntimeError
+from mcruntime.reconcile import current_request
 
 __all__ = ["FinalizeError", "FinalizeResult", "Finalizer", "FinalizerFailed", "Finalizers"]
 
@@ -101,7 +102,9 @@ class Finalizers:
     reconcile; the others still run.
 
     A cleanup that returned runs once for its object: the registry remembers
-    the object's UID and resourceVersion it ran on, and a later `finalize` given
+    the object's UID and resourceVersion it ran on (and the cluster of the
+    reconcile in progress: a cluster restored from another's backup holds the
+    same UIDs), and a later `finalize` given
     that version (a cache that has not seen the key's removal yet, or a removal
     write that was lost) removes the key again without running the cleanup. It
     runs again only on a newer version still holding the key (the removal was
@@ -111,8 +114,8 @@ class Finalizers:
 
     def __init__(self) -> None:
         self._cleanups: dict[str, Finalizer] = {}
-        #: (uid, key) -> (resourceVersion the cleanup returned on, when), oldest first
-        self._done: dict[tuple[str, str], tuple[str, float]] = {}
+        #: (cluster, uid, key) -> (resourceVersion the cleanup returned on, when), oldest first
+        self._done: dict[tuple[str, str, str], tuple[str, float]] = {}
         self._done_lock = threading.Lock()
 
     @overload
@@ -167,7 +170,7 @@ class Finalizers:
         that are not registered here are left alone.
         """
         deleting = is_being_deleted(obj)
-        uid, version = _identity(obj)
+        ident, version = _identity(obj)
         self._forget_old()
         updated = status_updated = False
         errors: dict[str, BaseException] = {}
@@ -176,9 +179,9 @@ class Finalizers:
                 updated = add_finalizer(obj, key) or updated
                 continue
             if not contains_finalizer(obj, key):
-                self._forget(uid, key)  # the removal is seen
+                self._forget(ident, key)  # the removal is seen
                 continue
-            if self._cleaned(uid, key, version):
+            if self._cleaned(ident, key, version):
                 # it returned on this version already: only the removal is still to be seen
                 remove_finalizer(obj, key)
                 updated = True
@@ -210,37 +213,37 @@ class Finalizers:
                 continue
             remove_finalizer(obj, key)
             updated = True
-            self._remember(uid, key, version)
+            self._remember(ident, key, version)
             if result is not None:
                 status_updated = status_updated or result.status_updated
         return FinalizeResult(updated, status_updated, FinalizeError(errors) if errors else None)
 
-    def _cleaned(self, uid: str | None, key: str, version: str | None) -> bool:
+    def _cleaned(self, ident: tuple[str, str] | None, key: str, version: str | None) -> bool:
         """Whether the cleanup of ``key`` returned on the version given (or on a later one)."""
-        if uid is None or version is None:
+        if ident is None or version is None:
             return False
         with self._done_lock:
-            done = self._done.get((uid, key))
+            done = self._done.get((*ident, key))
             if done is None:
                 return False
             if _not_newer(version, done[0]):
                 return True
-            del self._done[uid, key]  # a newer version still holds the key: run it again
+            del self._done[*ident, key]  # a newer version still holds the key: run it again
             return False
 
-    def _remember(self, uid: str | None, key: str, version: str | None) -> None:
-        if uid is None or version is None:
+    def _remember(self, ident: tuple[str, str] | None, key: str, version: str | None) -> None:
+        if ident is None or version is None:
             return
         with self._done_lock:
-            self._done.pop((uid, key), None)
-            self._done[uid, key] = (version, time.monotonic())
+            self._done.pop((*ident, key), None)
+            self._done[*ident, key] = (version, time.monotonic())
             while len(self._done) > _REMEMBERED:
                 del self._done[next(iter(self._done))]
 
-    def _forget(self, uid: str | None, key: str) -> None:
-        if uid is not None:
+    def _forget(self, ident: tuple[str, str] | None, key: str) -> None:
+        if ident is not None:
             with self._done_lock:
-                self._done.pop((uid, key), None)
+                self._done.pop((*ident, key), None)
 
     def _forget_old(self) -> None:
         """Drop what was remembered longer than ``_REMEMBER`` (the objects gone long since)."""
@@ -253,15 +256,18 @@ class Finalizers:
                 del self._done[oldest]
 
 
-def _identity(obj: ObjectLike) -> tuple[str | None, str | None]:
-    """The UID and resourceVersion of a dict, pydantic view or ``kubernetes`` model."""
+def _identity(obj: ObjectLike) -> tuple[tuple[str, str] | None, str | None]:
+    """The cluster of the reconcile in progress with the UID of a dict, pydantic view or
+    ``kubernetes`` model, and its resourceVersion; None for what it lacks."""
     if isinstance(obj, dict):
         meta = obj.get("metadata") or {}
         uid, version = meta.get("uid"), meta.get("resourceVersion")
     else:
         meta = getattr(obj, "metadata", None)
         uid, version = getattr(meta, "uid", None), getattr(meta, "resource_version", None)
-    return (str(uid) if uid else None), (str(version) if version else None)
+    request = current_request()
+    cluster = "" if request is None else request.cluster_name
+    return ((cluster, str(uid)) if uid else None), (str(version) if version else None)
 
 
 def _not_newer(version: str, seen: str) -> bool:

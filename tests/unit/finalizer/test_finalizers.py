@@ -12,6 +12,7 @@ from kubernetes.client import V1ConfigMap, V1ObjectMeta
 from mcruntime.client import ObjectMeta
 from mcruntime.controllerutil import contains_finalizer, is_being_deleted
 from mcruntime.finalizer import FinalizeError, FinalizeResult, FinalizerFailed, Finalizers
+from mcruntime.reconcile import Request, current_request, reconciling
 from tests.unit.controllerutil.test_helpers import Widget
 
 A = "example.com/a"
@@ -276,6 +277,18 @@ def test_an_object_made_again_under_the_same_name_has_its_cleanup_run() -> None:
     assert ran == ["first", "second"]
 
 
+def test_the_same_object_in_another_cluster_has_its_cleanup_run() -> None:
+    """A cluster restored from another's backup holds the same UIDs and versions: what is
+    remembered is per cluster of the reconcile in progress."""
+    ran: list[str] = []
+    fin = Finalizers()
+    fin.register(A, lambda obj: ran.append(str(current_request())))
+    for cluster in ("m1", "m2", "m1"):
+        with reconciling(Request("ns", "w", cluster)):
+            fin.finalize(_stored(_dict, [A], "5"))
+    assert ran == ["cluster://m1/ns/w", "cluster://m2/ns/w"]
+
+
 def test_each_key_is_remembered_on_its_own_and_a_failed_cleanup_runs_again() -> None:
     ran: list[str] = []
     fin = Finalizers()
@@ -321,7 +334,7 @@ def test_what_is_remembered_goes_once_the_removal_is_seen_after_a_while_and_past
     monkeypatch.setattr(_finalizers, "_REMEMBERED", 2)
     for uid in ("u1", "u2", "u3"):
         fin.finalize(_stored(_dict, [A], "5", uid=uid))
-    assert sorted(uid for uid, _ in fin._done) == ["u2", "u3"]
+    assert sorted(uid for _, uid, _ in fin._done) == ["u2", "u3"]
     ran.clear()
     for uid in ("u2", "u3", "u1"):
         fin.finalize(_stored(_dict, [A], "5", uid=uid))
