@@ -4,11 +4,17 @@ After controller-runtime's ``pkg/finalizer``. `Finalizers.finalize` does the
 add-on-create / clean-up-on-delete / remove dance for every registered key and
 says what it changed; writing the object is the caller's, with the client of the
 object's cluster, so a 409 conflict is handled where the reconcile is retried.
+
+A cleanup that returned is remembered (the object's UID, the key, the
+resourceVersion it ran on) so that a reconcile reading a cache not yet showing
+the key's removal does not run it again; see `Finalizers`.
 """
 
 from __future__ import annotations
 
 import inspect
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, overload
@@ -23,8 +29,15 @@ from mcruntime.controllerutil import (
     remove_finalizer,
 )
 from mcruntime.errors import MCRuntimeError
+from mcruntime.reconcile import current_request
 
 __all__ = ["FinalizeError", "FinalizeResult", "Finalizer", "FinalizerFailed", "Finalizers"]
+
+#: seconds a completed cleanup is remembered: a cache is behind a write it will show far
+#: less long (a watch that stalls that long is restarted by a relist)
+_REMEMBER = 600.0
+#: at most this many completed cleanups are remembered, the oldest forgotten first
+_REMEMBERED = 100_000
 
 
 @dataclass(frozen=True)
@@ -86,12 +99,24 @@ class Finalizers:
     adds every missing key; on an object being deleted, runs the cleanup of each
     key it still holds, in registration order, and removes the key of each that
     succeeded. A cleanup that raises keeps its key, so it runs again on the next
-    reconcile; the others still run. A cleanup may run more than once (a failed
-    write of the object loses the removal), so make it idempotent.
+    reconcile; the others still run.
+
+    A cleanup that returned runs once for its object: the registry remembers
+    the object's UID and resourceVersion it ran on (and the cluster of the
+    reconcile in progress: a cluster restored from another's backup holds the
+    same UIDs), and a later `finalize` given
+    that version (a cache that has not seen the key's removal yet, or a removal
+    write that was lost) removes the key again without running the cleanup. It
+    runs again only on a newer version still holding the key (the removal was
+    refused because the object changed meanwhile), after a restart of the
+    process, or for an object that has no UID or resourceVersion.
     """
 
     def __init__(self) -> None:
         self._cleanups: dict[str, Finalizer] = {}
+        #: (cluster, uid, key) -> (resourceVersion the cleanup returned on, when), oldest first
+        self._done: dict[tuple[str, str, str], tuple[str, float]] = {}
+        self._done_lock = threading.Lock()
 
     @overload
     def register(self, key: str) -> Callable[[_F], _F]: ...
@@ -145,6 +170,8 @@ class Finalizers:
         that are not registered here are left alone.
         """
         deleting = is_being_deleted(obj)
+        ident, version = _identity(obj)
+        self._forget_old()
         updated = status_updated = False
         errors: dict[str, BaseException] = {}
         for key, cleanup in self._cleanups.items():
@@ -152,6 +179,12 @@ class Finalizers:
                 updated = add_finalizer(obj, key) or updated
                 continue
             if not contains_finalizer(obj, key):
+                self._forget(ident, key)  # the removal is seen
+                continue
+            if self._cleaned(ident, key, version):
+                # it returned on this version already: only the removal is still to be seen
+                remove_finalizer(obj, key)
+                updated = True
                 continue
             try:
                 result = cleanup(obj, *args, **kwargs)
@@ -180,6 +213,68 @@ class Finalizers:
                 continue
             remove_finalizer(obj, key)
             updated = True
+            self._remember(ident, key, version)
             if result is not None:
                 status_updated = status_updated or result.status_updated
         return FinalizeResult(updated, status_updated, FinalizeError(errors) if errors else None)
+
+    def _cleaned(self, ident: tuple[str, str] | None, key: str, version: str | None) -> bool:
+        """Whether the cleanup of ``key`` returned on the version given (or on a later one)."""
+        if ident is None or version is None:
+            return False
+        with self._done_lock:
+            done = self._done.get((*ident, key))
+            if done is None:
+                return False
+            if _not_newer(version, done[0]):
+                return True
+            del self._done[*ident, key]  # a newer version still holds the key: run it again
+            return False
+
+    def _remember(self, ident: tuple[str, str] | None, key: str, version: str | None) -> None:
+        if ident is None or version is None:
+            return
+        with self._done_lock:
+            self._done.pop((*ident, key), None)
+            self._done[*ident, key] = (version, time.monotonic())
+            while len(self._done) > _REMEMBERED:
+                del self._done[next(iter(self._done))]
+
+    def _forget(self, ident: tuple[str, str] | None, key: str) -> None:
+        if ident is not None:
+            with self._done_lock:
+                self._done.pop((*ident, key), None)
+
+    def _forget_old(self) -> None:
+        """Drop what was remembered longer than ``_REMEMBER`` (the objects gone long since)."""
+        horizon = time.monotonic() - _REMEMBER
+        with self._done_lock:
+            while self._done:
+                oldest = next(iter(self._done))
+                if self._done[oldest][1] > horizon:
+                    return
+                del self._done[oldest]
+
+
+def _identity(obj: ObjectLike) -> tuple[tuple[str, str] | None, str | None]:
+    """The cluster of the reconcile in progress with the UID of a dict, pydantic view or
+    ``kubernetes`` model, and its resourceVersion; None for what it lacks."""
+    if isinstance(obj, dict):
+        meta = obj.get("metadata") or {}
+        uid, version = meta.get("uid"), meta.get("resourceVersion")
+    else:
+        meta = getattr(obj, "metadata", None)
+        uid, version = getattr(meta, "uid", None), getattr(meta, "resource_version", None)
+    request = current_request()
+    cluster = "" if request is None else request.cluster_name
+    return ((cluster, str(uid)) if uid else None), (str(version) if version else None)
+
+
+def _not_newer(version: str, seen: str) -> bool:
+    """Whether resourceVersion ``version`` is ``seen`` or, both being numbers, older."""
+    if version == seen:
+        return True
+    try:
+        return int(version) < int(seen)
+    except ValueError:  # opaque versions: only equality says anything
+        return False

@@ -13,11 +13,13 @@ import pytest
 
 import mcruntime
 from mcruntime import RequeueAfter
-from mcruntime.envtest import wait_for
+from mcruntime.cluster import Cluster
+from mcruntime.envtest import Proxy, wait_for
 from mcruntime.errors import NotFound, ignore_not_found
 from mcruntime.finalizer import Finalizers
 from mcruntime.predicate import FieldChanged
-from mcruntime.reconcile import Request
+from mcruntime.providers import clusters
+from mcruntime.reconcile import Request, Result
 from mcruntime.workqueue import ItemExponentialFailureRateLimiter
 from tests.integration.multicluster._mc_helpers import CM, configmap, fleet_provider, running
 
@@ -209,3 +211,64 @@ def test_a_cleanup_that_raises_requeue_after_runs_again_after_its_delay_without_
             "the bucket is still emptying",
         )
     ]
+
+
+def test_a_cleanup_runs_once_when_the_next_reconcile_reads_a_cache_behind_the_removal(
+    make_envtest_fleet: Any,
+) -> None:
+    """The reconcile after the one that removed the key reads a cache that has not seen
+    that write (here: the manager's path to the server frozen by the cleanup; in life an
+    event queued meanwhile, a requeue, a slow watch): the key is still there, on the
+    version the cleanup ran on. The cleanup does not run again, and what the registry
+    remembers of it goes once the cache shows the removal."""
+    server = next(iter(make_envtest_fleet(1)))
+    with Proxy(server) as proxy:
+        writer = Cluster.from_kubeconfig(server.kubeconfig(), name="writer").uncached_client
+        provider = clusters.Provider()
+        provider.add("m1", Cluster.from_kubeconfig(proxy.kubeconfig(), name="m1"))
+        mgr = mcruntime.Manager(provider=provider)
+        cleaned: list[str] = []
+        deleting: list[str] = []  # the version each reconcile of the deleted object read
+        fin = Finalizers()
+
+        @fin.register(KEY)
+        def cleanup(obj: dict[str, Any], req: Request) -> None:
+            cleaned.append(obj["metadata"]["resourceVersion"])
+            proxy.freeze()  # the cache sees nothing more until thawed
+
+        def reconcile(req: Request) -> Result | None:
+            cm = mgr.get_cluster(req.cluster_name).client.get(CM, req.name, req.namespace)
+            if cm["metadata"].get("deletionTimestamp"):
+                deleting.append(cm["metadata"]["resourceVersion"])
+            result = fin.finalize(cm, req)
+            if result.updated:
+                writer.update(cm)  # (not through the frozen path)
+            # reconciled again soon after the removal, as an event queued meanwhile does
+            return Result(requeue_after=0.05) if len(deleting) == 1 else None
+
+        (
+            mcruntime.controller_managed_by(mgr)
+            .named("finalizers")
+            .for_(CM)
+            .with_options(rate_limiter=ItemExponentialFailureRateLimiter(base=0.05, max=0.2))
+            .complete(reconcile)
+        )
+        with running(mgr):
+            wait_for(lambda: mgr.engaged_clusters() == ["m1"], what="cluster engaged")
+            held = configmap("web")
+            held["metadata"]["finalizers"] = ["example.com/held"]  # the object stays
+            writer.create(held)
+            wait_for(lambda: _finalizers(writer, "web") == ["example.com/held", KEY], what="key")
+            writer.delete(CM, "web", "default")
+            wait_for(lambda: len(deleting) >= 2, what="reconciled again on the frozen cache")
+            assert deleting[1] == deleting[0]  # the version the cleanup ran on, the key on it
+            assert cleaned == [deleting[0]]
+            assert _finalizers(writer, "web") == ["example.com/held"]
+            proxy.thaw()
+            wait_for(lambda: fin._done == {}, what="the removal seen and forgotten")
+            assert len(cleaned) == 1
+            gone = writer.get(CM, "web", "default")
+            gone["metadata"]["finalizers"] = []
+            writer.update(gone)
+            wait_for(lambda: _gone(writer, "web"), what="the object gone")
+        assert len(cleaned) == 1

@@ -12,6 +12,7 @@ from kubernetes.client import V1ConfigMap, V1ObjectMeta
 from mcruntime.client import ObjectMeta
 from mcruntime.controllerutil import contains_finalizer, is_being_deleted
 from mcruntime.finalizer import FinalizeError, FinalizeResult, FinalizerFailed, Finalizers
+from mcruntime.reconcile import Request, current_request, reconciling
 from tests.unit.controllerutil.test_helpers import Widget
 
 A = "example.com/a"
@@ -220,3 +221,131 @@ def test_registries_are_independent() -> None:
     obj = _dict()
     two.finalize(obj)
     assert _keys(obj) == [A]
+
+
+def _stored(
+    make: Callable[..., Any], finalizers: list[str], version: str, uid: str = "uid-1"
+) -> Any:
+    """A deleted object as a server stores it: with a UID and a resourceVersion."""
+    obj = make(finalizers, deleted=True)
+    if isinstance(obj, dict):
+        obj["metadata"].update(uid=uid, resourceVersion=version)
+    else:
+        obj.metadata.uid = uid
+        obj.metadata.resource_version = version
+    return obj
+
+
+@pytest.mark.parametrize("make", FLAVOURS, ids=IDS)
+def test_a_cleanup_that_returned_does_not_run_again_on_the_version_it_ran_on(
+    make: Callable[..., Any],
+) -> None:
+    """The next reconcile may read a cache that has not seen the key's removal yet: the
+    same version, the key still there. The cleanup is not run again; the key is removed
+    again, for the caller to write (a 409 while the cache is behind, or the write that
+    was lost)."""
+    ran: list[str] = []
+    fin = Finalizers()
+    fin.register(A, lambda obj: ran.append(A))
+    assert fin.finalize(_stored(make, [A], "5")) == FinalizeResult(updated=True)
+    stale = _stored(make, [A, "other.io/keep"], "5")
+    assert fin.finalize(stale) == FinalizeResult(updated=True)
+    assert _keys(stale) == ["other.io/keep"]
+    older = _stored(make, [A], "4")  # (read elsewhere before the version it ran on)
+    assert fin.finalize(older) == FinalizeResult(updated=True)
+    assert ran == [A]
+
+
+def test_a_newer_version_still_holding_the_key_runs_the_cleanup_again() -> None:
+    """The removal was refused (the object changed meanwhile: 409): it is not written,
+    and the cleanup runs on the version that holds the key now."""
+    ran: list[str] = []
+    fin = Finalizers()
+    fin.register(A, lambda obj: ran.append(obj["metadata"]["resourceVersion"]))
+    fin.finalize(_stored(_dict, [A], "5"))
+    fin.finalize(_stored(_dict, [A], "7"))
+    fin.finalize(_stored(_dict, [A], "7"))  # and once on that one
+    assert ran == ["5", "7"]
+
+
+def test_an_object_made_again_under_the_same_name_has_its_cleanup_run() -> None:
+    ran: list[str] = []
+    fin = Finalizers()
+    fin.register(A, lambda obj: ran.append(obj["metadata"]["uid"]))
+    fin.finalize(_stored(_dict, [A], "5", uid="first"))
+    fin.finalize(_stored(_dict, [A], "5", uid="second"))
+    assert ran == ["first", "second"]
+
+
+def test_the_same_object_in_another_cluster_has_its_cleanup_run() -> None:
+    """A cluster restored from another's backup holds the same UIDs and versions: what is
+    remembered is per cluster of the reconcile in progress."""
+    ran: list[str] = []
+    fin = Finalizers()
+    fin.register(A, lambda obj: ran.append(str(current_request())))
+    for cluster in ("m1", "m2", "m1"):
+        with reconciling(Request("ns", "w", cluster)):
+            fin.finalize(_stored(_dict, [A], "5"))
+    assert ran == ["cluster://m1/ns/w", "cluster://m2/ns/w"]
+
+
+def test_each_key_is_remembered_on_its_own_and_a_failed_cleanup_runs_again() -> None:
+    ran: list[str] = []
+    fin = Finalizers()
+    fin.register(A, lambda obj: ran.append(A))
+
+    @fin.register(B)
+    def failing(obj: Any) -> None:
+        ran.append(B)
+        raise RuntimeError("down")
+
+    first = fin.finalize(_stored(_dict, [A, B], "5"))
+    assert first.error is not None and list(first.error.errors) == [B]
+    stale = _stored(_dict, [A, B], "5")
+    again = fin.finalize(stale)
+    assert again.updated and again.error is not None and list(again.error.errors) == [B]
+    assert _keys(stale) == [B]
+    assert ran == [A, B, B]
+
+
+def test_what_is_remembered_goes_once_the_removal_is_seen_after_a_while_and_past_a_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from mcruntime.finalizer import _finalizers
+
+    ran: list[str] = []
+    fin = Finalizers()
+    fin.register(A, lambda obj: ran.append(obj["metadata"]["uid"]))
+    fin.finalize(_stored(_dict, [A], "5"))
+    assert len(fin._done) == 1
+    # the cache shows the removal (another finalizer keeps the object): forgotten
+    fin.finalize(_stored(_dict, ["other.io/keep"], "6"))
+    assert fin._done == {}
+
+    # the object gone (no call for it comes again): forgotten after a while, on any call
+    fin.finalize(_stored(_dict, [A], "5", uid="gone"))
+    assert len(fin._done) == 1
+    monkeypatch.setattr(_finalizers, "_REMEMBER", -1.0)
+    fin.finalize(_stored(_dict, ["other.io/keep"], "1", uid="unrelated"))
+    assert fin._done == {}
+    monkeypatch.undo()
+
+    # and never more than a bound, the oldest forgotten first
+    monkeypatch.setattr(_finalizers, "_REMEMBERED", 2)
+    for uid in ("u1", "u2", "u3"):
+        fin.finalize(_stored(_dict, [A], "5", uid=uid))
+    assert sorted(uid for _, uid, _ in fin._done) == ["u2", "u3"]
+    ran.clear()
+    for uid in ("u2", "u3", "u1"):
+        fin.finalize(_stored(_dict, [A], "5", uid=uid))
+    assert ran == ["u1"]
+
+
+def test_an_object_without_a_uid_or_version_is_not_remembered() -> None:
+    ran: list[str] = []
+    fin = Finalizers()
+    fin.register(A, lambda obj: ran.append(A))
+    fin.finalize(_dict([A], deleted=True))
+    fin.finalize(_dict([A], deleted=True))
+    assert ran == [A, A]
+    assert fin._done == {}
