@@ -238,7 +238,8 @@ class ConfigSetReconciler:
     # --8<-- [start:maps]
     def configset_of_copy(self, obj: dict[str, Any]) -> list[Request]:
         """A copy changed in a member cluster: reconcile its ConfigSet (in the local cluster)."""
-        source = (obj["metadata"].get("labels") or {}).get(SOURCE_LABEL, "")
+        labels: dict[str, str] = obj["metadata"].get("labels") or {}
+        source = labels.get(SOURCE_LABEL, "")
         namespace, _, name = source.partition(".")
         return [Request(namespace, name, "")] if name else []
 
