@@ -139,27 +139,27 @@ def test_a_hung_server_marks_every_cluster_on_it_at_once_and_a_cluster_leaving_d
         for name, cluster in clusters.items():
             health.track(name, cluster)
         assert len(health._servers) == 1  # one server: one share each
-        # the cluster probed through leaves (its client closed first, then untracked):
-        # the others are still probed, through another
+        # the cluster probed through is closed (it is leaving, not untracked yet): the
+        # others are probed through another
         clusters["a"].stop()
-        health.untrack("a", clusters["a"])
         health.start()
         envtest_server.freeze()
         try:
             wait_for(
                 lambda: all(not s.healthy for s in health.states().values()),
                 timeout=INTERVAL + TIMEOUT + 5,
-                what="b and c marked not answering",
+                what="a, b and c marked not answering",
             )
-            assert sorted(health.states()) == ["b", "c"]
             c = health.state("c")
             assert c is not None and c.reason.startswith("[cluster c] GET /readyz: no answer")
             assert c.stuck
             [warning] = _health_lines(caplog, logging.WARNING)
             assert warning.startswith(
-                f"cluster=b and 1 other cluster on {clusters['b'].rest.host} health: probing "
+                f"cluster=b and 2 other clusters on {clusters['b'].rest.host} health: probing "
                 "GET /readyz failed: [cluster b] GET /readyz: no answer"
             ), warning
+            health.untrack("a", clusters["a"])
+            assert sorted(health.states()) == ["b", "c"]
         finally:
             envtest_server.thaw()
         wait_for(
@@ -167,6 +167,8 @@ def test_a_hung_server_marks_every_cluster_on_it_at_once_and_a_cluster_leaving_d
             timeout=10,
             what="b and c answering again",
         )
+        [recovered] = [r for r in _health_lines(caplog, logging.INFO) if "works again" in r]
+        assert recovered.startswith("cluster=b and 1 other cluster on "), recovered
         health.untrack("b", clusters["b"])
         health.untrack("c")
         assert health._servers == {}  # nothing of them left
