@@ -144,9 +144,11 @@ class FailureStreaks:
     def _fields(self, cluster: str | None) -> dict[str, str]:
         return {**self.fields, **log_fields(cluster=cluster)}
 
-    def _prefix(self, cluster: str | None) -> str:
+    def _prefix(self, cluster: str | None, also: str = "") -> str:
         if cluster is None:  # not about one cluster (a provider's file)
             return self.component
+        if also:
+            return f"cluster={display_name(cluster)} {also} {self.component}"
         return f"cluster={display_name(cluster)} {self.component}"
 
     def log_failure(
@@ -158,18 +160,21 @@ class FailureStreaks:
         *,
         retry: str,
         traceback: BaseException | None = None,
+        also: str = "",
     ) -> None:
         """Log failure number ``n`` of a streak: a warning for the first, debug for the rest.
 
         ``retry`` says what happens next ("retrying with backoff"); ``cluster``
         None for a failure that is not about one cluster; ``traceback``: an exception
-        whose traceback the first line carries (a bug in user code, not a fault).
+        whose traceback the first line carries (a bug in user code, not a fault);
+        ``also``: the other clusters the failure is about, said after ``cluster``'s name
+        (``"and 499 other clusters on https://host:6443"``).
         """
         if n <= 1:
             self.logger.warning(
                 "%s: %s failed: %s; %s; further failures are logged at debug level "
                 "until it recovers",
-                self._prefix(cluster),
+                self._prefix(cluster, also),
                 what,
                 describe_error(error),
                 retry,
@@ -179,19 +184,22 @@ class FailureStreaks:
         elif self.logger.isEnabledFor(logging.DEBUG):
             self.logger.debug(
                 "%s: %s still failing (%d): %s",
-                self._prefix(cluster),
+                self._prefix(cluster, also),
                 what,
                 n,
                 describe_error(error),
                 extra=self._fields(cluster),
             )
 
-    def log_recovery(self, n: int, cluster: str | None, what: str, *, detail: str = "") -> None:
-        """Log the end of a streak of ``n`` failures (nothing when ``n`` is 0); ``detail`` is appended."""
+    def log_recovery(
+        self, n: int, cluster: str | None, what: str, *, detail: str = "", also: str = ""
+    ) -> None:
+        """Log the end of a streak of ``n`` failures (nothing when ``n`` is 0); ``detail`` is
+        appended; ``also``: see `log_failure`."""
         if n:
             self.logger.info(
                 "%s: %s works again after %d failed attempt%s%s",
-                self._prefix(cluster),
+                self._prefix(cluster, also),
                 what,
                 n,
                 "" if n == 1 else "s",
