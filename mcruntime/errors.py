@@ -43,6 +43,7 @@ __all__ = [
     "ClusterNotFound",
     "ClusterLeft",
     "FleetNotKnown",
+    "ListenError",
     "ignore_not_found",
     "is_not_found",
     "is_conflict",
@@ -603,6 +604,20 @@ class FleetNotKnown(MCRuntimeError):
     stops. Work that must reach every member (deleting a hub object's copies before its
     finalizer goes) raises it on: the reconcile fails and runs again, instead of deciding
     on a fleet it only partly knows.
+    """
+
+
+class ListenError(MCRuntimeError, OSError):
+    """A server of the library (metrics, probes, debug pages, webhooks) cannot listen on its
+    address: the port is taken, the host does not resolve, the address is not this
+    machine's. The message names the server, the option and the address (``cannot serve
+    metrics on :8080 (metrics_bind_address): address already in use``), as
+    controller-runtime's ``failed to start metrics server: ... bind: address already in
+    use``; ``errno`` is the system's (``errno.EADDRINUSE``...) when it gave one.
+
+    Raised by [`Manager.start()`][mcruntime.manager.Manager.start] (and ``run()``, ``with
+    mgr:``) before anything else starts, and by the webhook server's ``start()``. An
+    ``OSError``: ``except OSError`` catches it too.
     """
 
 

@@ -585,7 +585,7 @@ class Manager:
     def _bind_servers(self) -> list[ProbeServer]:
         """Bind every server (metrics, probes, debug pages) before any serves: when one
         cannot listen, those bound already are closed and its
-        [`ListenError`][mcruntime._listen.ListenError] (naming the server, the option and
+        [`ListenError`][mcruntime.errors.ListenError] (naming the server, the option and
         the address) is raised, as controller-runtime's ``Start`` returns its listener's."""
         opts = self.options
         metrics = parse_bind_address(opts.metrics_bind_address, "metrics_bind_address")
