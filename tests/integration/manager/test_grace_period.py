@@ -7,8 +7,9 @@ a clean exit of a process that had abandoned a reconcile half-way."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -123,3 +124,24 @@ def test_a_stop_that_ends_in_time_or_that_was_asked_not_to_wait_is_no_error(
         assert mgr.grace_period_exceeded is None
     finally:
         hangs.set()
+
+
+def test_arun_and_async_with_raise_it_too(
+    make_envtest_server: Callable[..., APIServer], release: threading.Event
+) -> None:
+    """An asyncio application's ``await mgr.arun()`` (stopped by ``astop()``) and its
+    ``async with mgr:`` end as ``run()`` and ``with mgr:`` do."""
+    run_mgr, run_began = _hung_reconcile(make_envtest_server("arun"), release, grace=0.3)
+    with_mgr, with_began = _hung_reconcile(make_envtest_server("async-with"), release, grace=0.3)
+
+    async def app() -> None:
+        running = asyncio.create_task(run_mgr.arun())
+        assert await asyncio.to_thread(run_began.wait, 15)
+        await run_mgr.astop()
+        with pytest.raises(GracePeriodExceeded, match="reconcile default/stuck of controller"):
+            await asyncio.wait_for(running, 15)
+        with pytest.raises(GracePeriodExceeded, match="reconcile default/stuck of controller"):
+            async with with_mgr:
+                assert await asyncio.to_thread(with_began.wait, 15)
+
+    asyncio.run(app())
