@@ -13,14 +13,11 @@ import socket
 import socketserver
 from typing import Any, TypeVar
 
+from mcruntime.errors import ListenError
+
 __all__ = ["ListenError", "bind_server", "format_address", "parse_bind_address"]
 
 _S = TypeVar("_S", bound=socketserver.TCPServer)
-
-
-class ListenError(OSError):
-    """A server cannot listen on its address: the message names the server, the option and
-    the address; ``errno`` is the system's (``errno.EADDRINUSE``...), when it gave one."""
 
 
 def parse_bind_address(address: str | None, option: str) -> tuple[str, int] | None:
@@ -59,7 +56,7 @@ def bind_server(
     server_class: type[_S], address: tuple[str, int], handler: Any, *, what: str, option: str
 ) -> _S:
     """A ``socketserver.TCPServer`` subclass bound and listening on ``address`` (not serving
-    yet). Raises [`ListenError`][mcruntime._listen.ListenError] naming ``what`` (the server),
+    yet). Raises [`ListenError`][mcruntime.errors.ListenError] naming ``what`` (the server),
     ``option`` and the address when it cannot listen there.
 
     As Go's ``net.Listen("tcp", address)``: an empty host or ``::`` listens on every

@@ -432,8 +432,10 @@ def run(manager: Manager) -> int:
     ``main``, and answer its exit status: ``sys.exit(cli.run(mgr))``.
 
     0 once it stopped as asked (SIGTERM, Ctrl-C, [`stop()`][mcruntime.manager.Manager.stop]).
-    1 when it could not start (a bind address in use, a bad option) or stopped itself (a
-    runnable or the provider failed, the leader election was lost): one error line says why,
+    1 when it could not start (a bind address in use, a bad option), stopped itself (a
+    runnable or the provider failed, the leader election was lost), or its stop left a
+    reconcile or a runnable running past ``graceful_shutdown_timeout``
+    ([`GracePeriodExceeded`][mcruntime.errors.GracePeriodExceeded]): one error line says why,
     as kubebuilder's ``problem running manager``; a runnable's traceback is the one the
     manager logged when it failed, not printed a second time. Any other error is raised.
     """

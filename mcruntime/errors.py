@@ -43,6 +43,8 @@ __all__ = [
     "ClusterNotFound",
     "ClusterLeft",
     "FleetNotKnown",
+    "ListenError",
+    "GracePeriodExceeded",
     "ignore_not_found",
     "is_not_found",
     "is_conflict",
@@ -604,6 +606,53 @@ class FleetNotKnown(MCRuntimeError):
     finalizer goes) raises it on: the reconcile fails and runs again, instead of deciding
     on a fleet it only partly knows.
     """
+
+
+class ListenError(MCRuntimeError, OSError):
+    """A server of the library (metrics, probes, debug pages, webhooks) cannot listen on its
+    address: the port is taken, the host does not resolve, the address is not this
+    machine's. The message names the server, the option and the address (``cannot serve
+    metrics on :8080 (metrics_bind_address): address already in use``), as
+    controller-runtime's ``failed to start metrics server: ... bind: address already in
+    use``; ``errno`` is the system's (``errno.EADDRINUSE``...) when it gave one.
+
+    Raised by [`Manager.start()`][mcruntime.manager.Manager.start] (and ``run()``, ``with
+    mgr:``) before anything else starts, and by the webhook server's ``start()``. An
+    ``OSError``: ``except OSError`` catches it too.
+    """
+
+
+class GracePeriodExceeded(MCRuntimeError):
+    """A manager's stop ended with work still running past its ``graceful_shutdown_timeout``
+    (a reconcile that does not return, a runnable that does not end at its stop event).
+
+    As controller-runtime's ``Start`` returns ``failed waiting for all runnables to end
+    within grace period of 30s: context deadline exceeded``:
+    [`Manager.run()`][mcruntime.manager.Manager.run], ``arun()`` and the end of a ``with
+    mgr:`` block raise it, and ``cli.run(mgr)`` answers exit status 1, so the process does
+    not report a clean exit. ``stop()`` does not raise it: it is
+    ``Manager.grace_period_exceeded``.
+    ``timeout`` is the grace period (seconds); ``still_running`` says what still ran, one
+    item each (``reconcile default/web of controller web in cluster eu-1, for 31.2s``).
+    """
+
+    def __init__(self, timeout: float, still_running: tuple[str, ...]) -> None:
+        self.timeout = timeout
+        self.still_running = still_running
+        shown = "; ".join(still_running[:_SHOWN_STILL_RUNNING])
+        if len(still_running) > _SHOWN_STILL_RUNNING:
+            shown += f"; and {len(still_running) - _SHOWN_STILL_RUNNING} more"
+        super().__init__(
+            f"failed waiting for everything to end within the grace period of {timeout:g}s "
+            f"(graceful_shutdown_timeout), still running: {shown}"
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.timeout, self.still_running))
+
+
+#: how many of what still ran a GracePeriodExceeded's message names
+_SHOWN_STILL_RUNNING = 5
 
 
 class _IgnoreNotFound(AbstractContextManager[None]):

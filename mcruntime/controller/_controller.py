@@ -62,11 +62,8 @@ from mcruntime.reconcile import (
 )
 from mcruntime.workqueue import (
     NOTHING,
-    ItemExponentialFailureRateLimiter,
     Queue,
-    RateLimiter,
     ShutDown,
-    default_controller_rate_limiter,
 )
 
 if TYPE_CHECKING:
@@ -242,7 +239,7 @@ class Controller:
         priorities = options.use_priority_queue is not False
         self.queue: Queue = Queue(
             name,
-            rate_limiter=options.rate_limiter or _default_rate_limiter(priorities),
+            rate_limiter=options.rate_limiter,  # (None: the queue's default for ``priorities``)
             fair_key=_cluster_of,
             metrics=metrics.queue_metrics(name) if metrics else None,
             priorities=priorities,
@@ -1899,17 +1896,6 @@ async def _cancel_all(tasks: set[asyncio.Task[Any]]) -> None:
         t.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
     await asyncio.sleep(0)  # let finished tasks hand their results to waiting workers
-
-
-def _default_rate_limiter(priorities: bool) -> RateLimiter:
-    """A controller's rate limiter when its options give none, as controller-runtime's: with
-    the priority queue (the default), per-request backoff alone, 5 ms doubling to 1000 s;
-    without, combined with the overall bucket of 10 retries a second (burst 100). A bucket
-    is shared by every cluster of the controller: one cluster's failing requests would hold
-    back every other cluster's retries (tens of seconds behind a few hundred failures)."""
-    if priorities:
-        return ItemExponentialFailureRateLimiter()
-    return default_controller_rate_limiter()
 
 
 def _check_numbers(name: str, options: ControllerOptions) -> None:

@@ -28,6 +28,7 @@ from mcruntime.errors import (
     ClusterNotFound,
     FleetNotKnown,
     Forbidden,
+    GracePeriodExceeded,
     MethodNotSupported,
     NoKindMatch,
     Unauthorized,
@@ -248,6 +249,7 @@ class Manager:
         #: the steps of stop() that have ended, (what, its n-th step): resumed past
         self._stop_steps_done: set[tuple[str, int]] = set()
         self._stop_deadline: float | None = None
+        self._stop_grace = 0.0  # the grace period of the stop under way (seconds)
         self._stop_failed: list[tuple[str, Exception]] = []
         #: a signal came to run(): start() stops waiting (a plain flag, set in a signal handler)
         self._signalled = False
@@ -269,6 +271,10 @@ class Manager:
         self.leader_lost = False
         #: the exception of a controller that runs with ``recover_panic=False`` and crashed
         self.fatal_error: BaseException | None = None
+        #: set by a stop that ended with work still running past ``graceful_shutdown_timeout``
+        #: (or its own ``timeout``): what still ran; `run()`, `arun()` and the end of a
+        #: ``with mgr:`` block raise it, as controller-runtime's ``Start`` returns it
+        self.grace_period_exceeded: GracePeriodExceeded | None = None
         self._leadership: ManagerLeadership | None = None
         self.healthz = Checks("healthz")
         self.healthz.add("ping", ping)
@@ -585,7 +591,7 @@ class Manager:
     def _bind_servers(self) -> list[ProbeServer]:
         """Bind every server (metrics, probes, debug pages) before any serves: when one
         cannot listen, those bound already are closed and its
-        [`ListenError`][mcruntime._listen.ListenError] (naming the server, the option and
+        [`ListenError`][mcruntime.errors.ListenError] (naming the server, the option and
         the address) is raised, as controller-runtime's ``Start`` returns its listener's."""
         opts = self.options
         metrics = parse_bind_address(opts.metrics_bind_address, "metrics_bind_address")
@@ -1527,6 +1533,11 @@ class Manager:
         A component whose stop raises does not keep the others running: each is stopped,
         each failure logged, and then a RuntimeError names every one that failed.
 
+        What still runs once ``graceful_shutdown_timeout`` (or ``timeout``) has passed (a
+        reconcile that does not return, a runnable that ignores its stop event) is named in a
+        warning and kept in `grace_period_exceeded`, which ``run()``, ``arun()`` and the end
+        of a ``with`` block raise; this does not raise it.
+
         A stop cut short by an exception that is not an ``Exception`` (a KeyboardInterrupt,
         pytest-timeout's ``Failed``) ends at once, as asked, and is not finished:
         [`wait()`][mcruntime.manager.Manager.wait] does not report the manager stopped, and
@@ -1593,6 +1604,7 @@ class Manager:
         if self._stop_deadline is None or timeout is not None:
             timeout = self.options.graceful_shutdown_timeout if timeout is None else timeout
             self._stop_deadline = time.monotonic() + timeout
+            self._stop_grace = timeout
         deadline = self._stop_deadline
         # every component is stopped even when another's stop raises (a controller whose
         # event loop a reconcile closed): one failure must not leave the provider, the
@@ -1681,6 +1693,10 @@ class Manager:
             ]
             if alive:
                 log.warning("threads still running after stop: %s", described(alive))
+            still = self._still_running(alive)
+            if still and self._stop_grace > 0:
+                # (0: asked not to wait, as Go's GracefulShutdownTimeout 0, which is no error)
+                self.grace_period_exceeded = GracePeriodExceeded(self._stop_grace, still)
             if failed:
                 raise RuntimeError(
                     "manager stopped, but stopping failed for "
@@ -1697,6 +1713,27 @@ class Manager:
                     "manager stop cut short (%d steps done): stop() again finishes it",
                     len(self._stop_steps_done),
                 )
+
+    def _still_running(self, alive: list[threading.Thread]) -> tuple[str, ...]:
+        """What still runs at the end of a stop, for `GracePeriodExceeded`: the reconciles
+        in flight (not the one stopping the manager) and the manager's threads ``alive``
+        (runnables, the provider, the coordinator) other than the controllers' workers."""
+        me = threading.current_thread()
+        found: list[str] = []
+        workers = set()
+        for c in self.controllers:
+            for r in c.in_flight_reconciles():
+                if r.thread == me.name:
+                    continue
+                workers.add(r.thread)
+                req = r.request
+                key = f"{req.namespace}/{req.name}" if req.namespace else req.name
+                found.append(
+                    f"reconcile {key} of controller {c.name} in cluster "
+                    f"{display_name(req.cluster_name)}, for {r.seconds:.1f}s"
+                )
+        found.extend(f"thread {t.name}" for t in alive if t.name not in workers)
+        return tuple(found)
 
     def _leader_work_running(self) -> str | None:
         """The leader-only work still running once stop() waited for it (a reconcile past the
@@ -1729,6 +1766,13 @@ class Manager:
         through every logging handler (a ``QueueHandler``'s queue drained, up to half a
         second) and written to stderr as well.
 
+        Raises, once stopped, the error that stopped the manager on its own (``fatal_error``,
+        `LeaderElectionLost`), else
+        [`GracePeriodExceeded`][mcruntime.errors.GracePeriodExceeded] when the stop left a
+        reconcile or a runnable running past ``graceful_shutdown_timeout``, as
+        controller-runtime's ``Start`` returns ``failed waiting for all runnables to end
+        within grace period``: the process does not exit as if it had stopped cleanly.
+
         From an asyncio program, await [`arun()`][mcruntime.manager.Manager.arun] instead:
         this holds the event loop, and ``await asyncio.to_thread(mgr.run)`` is not stopped
         by a cancel (Ctrl-C under ``asyncio.run`` then waits for its thread for ever).
@@ -1759,10 +1803,7 @@ class Manager:
                 self.stop()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-        if self.leader_lost:
-            raise LeaderElectionLost("this replica lost its leader election and stopped")
-        if self.fatal_error is not None:
-            raise self.fatal_error
+        self._raise_end_error()
 
     def _stop_awake_to_signals(self) -> None:
         """stop() in a helper thread while the main thread wakes every 0.2 s: a signal that
@@ -1787,9 +1828,33 @@ class Manager:
 
     def __exit__(self, *exc: object) -> None:
         """[`stop()`][mcruntime.manager.Manager.stop], then raise the error that stopped the
-        manager on its own, as [`run()`][mcruntime.manager.Manager.run] does."""
+        manager on its own, or the stop's
+        [`GracePeriodExceeded`][mcruntime.errors.GracePeriodExceeded], as
+        [`run()`][mcruntime.manager.Manager.run] does."""
         self.stop()
         self._raise_fatal_error(exc)
+
+    def _raise_end_error(self) -> None:
+        """At the end of `run()` or `arun()`: raise `LeaderElectionLost` after a lost
+        election, else `fatal_error`, else `grace_period_exceeded` (the stop left work
+        running); the first of them raised notes the overrun, if there was one."""
+        if self.leader_lost:
+            raise self._noting_overrun(
+                LeaderElectionLost("this replica lost its leader election and stopped")
+            )
+        if self.fatal_error is not None:
+            raise self._noting_overrun(self.fatal_error)
+        if self.grace_period_exceeded is not None:
+            raise self.grace_period_exceeded
+
+    def _noting_overrun(self, exc: BaseException) -> BaseException:
+        """``exc``, with a note naming `grace_period_exceeded` if the stop overran."""
+        overran = self.grace_period_exceeded
+        if overran is not None and exc is not overran:
+            note = f"(and the manager's stop then {overran})"
+            if note not in getattr(exc, "__notes__", ()):
+                exc.add_note(note)
+        return exc
 
     def _raise_fatal_error(self, exc_info: tuple[object, ...]) -> None:
         """At the end of a ``with`` block: raise `fatal_error` (a reconciler's exception with
@@ -1801,14 +1866,18 @@ class Manager:
         fatal = self.fatal_error
         if fatal is None and self.leader_lost:
             fatal = LeaderElectionLost("this replica lost its leader election and stopped")
+        if fatal is None:
+            fatal = self.grace_period_exceeded
         exc = exc_info[1] if len(exc_info) > 1 else None
         if fatal is None or exc is fatal:
             return
         if exc is None:
-            raise fatal
+            raise self._noting_overrun(fatal)
         if isinstance(exc, Exception):
             exc.add_note(
                 f"(the manager had stopped on an error of its own: {describe_error(fatal)})"
+                if fatal is not self.grace_period_exceeded
+                else f"(the manager's stop then {describe_error(fatal)})"
             )
 
     # -- from an asyncio application ---------------------------------------------------
@@ -1894,10 +1963,7 @@ class Manager:
             finally:
                 for sig in handled:
                     loop.remove_signal_handler(sig)
-        if self.leader_lost:
-            raise LeaderElectionLost("this replica lost its leader election and stopped")
-        if self.fatal_error is not None:
-            raise self.fatal_error
+        self._raise_end_error()
 
     async def __aenter__(self) -> Manager:
         return await self.astart()

@@ -59,7 +59,9 @@ class ManagerOptions:
     cluster_health_timeout: float = 5.0
     #: an unhealthy cluster is probed this often (seconds): how soon recovery is noticed
     cluster_health_retry_interval: float = 1.0
-    #: upper bound for [`Manager.stop()`][mcruntime.manager.Manager.stop] to wait for runnables and workers
+    #: upper bound for [`Manager.stop()`][mcruntime.manager.Manager.stop] to wait for runnables and workers;
+    #: what still runs then makes ``run()`` (and a ``with mgr:`` block) raise
+    #: [`GracePeriodExceeded`][mcruntime.errors.GracePeriodExceeded] (0: no wait, no error)
     graceful_shutdown_timeout: float = DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT
     #: leader election on a coordination.k8s.io/v1 Lease in the local cluster
     leader_election: bool = False

@@ -12,7 +12,11 @@ from typing import Any
 
 from mcruntime.errors import MCRuntimeError
 from mcruntime.workqueue._metrics import NoopQueueMetrics, QueueMetrics
-from mcruntime.workqueue._ratelimit import RateLimiter, default_controller_rate_limiter
+from mcruntime.workqueue._ratelimit import (
+    ItemExponentialFailureRateLimiter,
+    RateLimiter,
+    default_controller_rate_limiter,
+)
 
 
 class ShutDown(MCRuntimeError):
@@ -100,6 +104,15 @@ class Queue:
       is skipped until one of them is done, so one hung cluster cannot take
       every worker while other clusters wait.
 
+    Without a ``rate_limiter``, each item is retried at its own backoff, 5 ms doubling to
+    1000 s ([`ItemExponentialFailureRateLimiter`][mcruntime.workqueue.ItemExponentialFailureRateLimiter]),
+    as by controller-runtime's priority queue and a controller's default; with
+    ``priorities=False``, client-go's classic default
+    ([`default_controller_rate_limiter()`][mcruntime.workqueue.default_controller_rate_limiter]),
+    that backoff combined with one bucket of 10 retries a second (burst 100) shared by
+    every item: a few hundred items failing then hold back every other item's retries,
+    a first one included, by tens of seconds.
+
     Delays need no thread of their own: a waiting [`get()`][mcruntime.workqueue.Queue.get] sleeps until the
     earliest deadline and promotes what is due. ``fair_key`` and the metrics
     callbacks run under the queue's lock and must be fast and must not call back
@@ -120,7 +133,7 @@ class Queue:
         self.name = name
         self.priorities = priorities
         self.rate_limiter: RateLimiter = (
-            rate_limiter if rate_limiter is not None else default_controller_rate_limiter()
+            rate_limiter if rate_limiter is not None else _default_rate_limiter(priorities)
         )
         self._fair_key = fair_key
         self._metrics = (
@@ -805,3 +818,15 @@ class Queue:
         if m is not None:
             for key, n in depth.items():
                 m.depth(key, -n)
+
+
+def _default_rate_limiter(priorities: bool) -> RateLimiter:
+    """A queue's rate limiter when it is given none, as controller-runtime's: with priorities
+    (its priority queue), per-item backoff alone, 5 ms doubling to 1000 s; without (client-go's
+    classic queue under a controller), combined with the overall bucket of 10 retries a
+    second (burst 100). A bucket is shared by every item, and so by every cluster of a
+    controller: one cluster's failing requests would hold back every other cluster's
+    retries (tens of seconds behind a few hundred failures)."""
+    if priorities:
+        return ItemExponentialFailureRateLimiter()
+    return default_controller_rate_limiter()

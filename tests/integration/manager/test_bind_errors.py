@@ -147,3 +147,26 @@ def test_run_answers_1_with_one_line_when_the_manager_cannot_start(
         f"manager failed: cannot serve metrics on 127.0.0.1:{taken_port} (metrics_bind_address): "
         "address already in use; exiting with status 1"
     )
+
+
+def test_a_taken_port_is_a_public_error_that_is_still_an_oserror(taken_port: int) -> None:
+    """Before, the error was ``mcruntime._listen.ListenError``: a program could catch it only
+    as any ``OSError``, or by a private name. controller-runtime's ``Start`` returns it; here it
+    is ``mcruntime.errors.ListenError``, from the manager and from a webhook server alone."""
+    from mcruntime.errors import ListenError, MCRuntimeError
+    from mcruntime.webhook import WebhookServer, WebhookServerOptions
+
+    mgr = mcruntime.Manager(
+        provider=Provider(), options=ManagerOptions(metrics_bind_address=f":{taken_port}")
+    )
+    with pytest.raises(ListenError) as err:
+        mgr.start()
+    mgr.stop()
+    assert isinstance(err.value, MCRuntimeError) and isinstance(err.value, OSError)
+    assert err.value.errno == errno.EADDRINUSE
+    assert type(err.value).__module__ == "mcruntime.errors"
+
+    webhooks = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=taken_port))
+    with pytest.raises(ListenError, match=rf"^cannot serve webhooks on 127\.0\.0\.1:{taken_port} "):
+        webhooks.start()
+    webhooks.stop()

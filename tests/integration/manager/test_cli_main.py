@@ -39,6 +39,37 @@ def test_sigterm_ends_the_program_with_status_0() -> None:
     assert "manager stopped" in ended.err and "Traceback" not in ended.err
 
 
+_HANGS = _MAIN.replace("5s", "0.5s").replace(
+    'mgr.add(lambda stop: print("started", flush=True))',
+    """import threading
+
+
+def sweeper(stop):
+    print("started", flush=True)
+    threading.Event().wait(60)  # does not look at its stop event
+
+
+mgr.add(sweeper)""",
+)
+
+
+def test_sigterm_with_work_running_past_the_grace_period_exits_1_in_one_line() -> None:
+    """controller-runtime's ``Start`` returns ``failed waiting for all runnables to end within
+    grace period of ...`` and kubebuilder's ``main`` exits 1. Before, this program exited 0
+    after abandoning its runnable: the orchestrator saw a clean stop."""
+    ended = signal_after(_HANGS, "started", signal.SIGTERM)
+    assert ended.returncode == 1, ended.err[-2000:]
+    failed = [line for line in ended.err.splitlines() if "manager failed" in line]
+    assert len(failed) == 1, ended.err[-2000:]
+    assert failed[0].endswith(
+        "manager failed: failed waiting for everything to end within the grace period of 0.5s "
+        "(graceful_shutdown_timeout), still running: thread mcruntime/runnable/sweeper; "
+        "exiting with status 1"
+    ), failed
+    assert "Traceback" not in ended.err
+    assert ended.took < 10, "the process does not wait for the thread it abandoned"
+
+
 _PRINTS = """
 import sys
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -10,6 +11,7 @@ from mcruntime.workqueue import (
     BucketRateLimiter,
     ItemExponentialFailureRateLimiter,
     MaxOfRateLimiter,
+    Queue,
     RateLimiter,
     default_controller_rate_limiter,
 )
@@ -117,3 +119,29 @@ def test_limiters_satisfy_the_protocol() -> None:
         default_controller_rate_limiter(),
     ):
         assert isinstance(rl, RateLimiter)
+
+
+def test_a_queue_made_directly_retries_each_key_at_its_own_backoff() -> None:
+    """``Queue()`` is controller-runtime's priority queue, whose default limiter is per-item
+    backoff alone, as a controller's is. Before, it also shared one bucket of 10 retries a
+    second (burst 100) across every key: after 300 retries of one failing key, another
+    key's first retry waited some 20 s."""
+    q = Queue("mine")
+    for _ in range(300):  # the retries of a key that keeps failing
+        q.rate_limiter.when("failing")
+    began = time.monotonic()
+    q.add_rate_limited("fine")
+    assert q.get(timeout=5.0) == "fine"
+    assert time.monotonic() - began < 1.0
+    q.done("fine")
+    q.shut_down()
+
+
+def test_a_queue_without_priorities_keeps_the_classic_default_and_its_bucket() -> None:
+    """As client-go's classic rate-limited queue under controller-runtime's
+    ``DefaultTypedControllerRateLimiter`` (a controller with ``use_priority_queue=False``)."""
+    rl = Queue("classic", priorities=False).rate_limiter
+    assert isinstance(rl, MaxOfRateLimiter)
+    for _ in range(300):
+        rl.when("failing")
+    assert rl.when("fine") > 10.0
