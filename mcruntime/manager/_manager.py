@@ -1688,6 +1688,12 @@ class Manager:
             for server in self._servers:
                 step(f"the {server.name} server", server.stop)
             finished = True
+            # a runnable may stop its manager while start() is still starting threads (the
+            # provider's): one added after the join above has its stop event set and ends at
+            # once, so it is joined too before anything is named still running
+            for t in list(self._threads):
+                if t is not threading.current_thread():
+                    t.join(max(0.0, deadline - time.monotonic()))
             alive = [
                 t for t in self._threads if t.is_alive() and t is not threading.current_thread()
             ]

@@ -145,3 +145,15 @@ def test_arun_and_async_with_raise_it_too(
                 assert await asyncio.to_thread(with_began.wait, 15)
 
     asyncio.run(app())
+
+
+def test_a_runnable_that_stops_its_manager_while_it_starts_is_no_overrun() -> None:
+    """`mgr.add(lambda stop: mgr.stop())`: the stop runs while start() is still starting the
+    provider's thread, which the stop's join missed and then found alive (its stop event
+    set, not yet woken): "still running" and exit status 1 for a stop that took no time
+    (about 3 runs in 100 before)."""
+    for _ in range(100):
+        mgr = Manager(provider=Provider())
+        mgr.add(lambda stop, mgr=mgr: mgr.stop())
+        mgr.run()  # raises GracePeriodExceeded for an overrun
+        assert mgr.grace_period_exceeded is None
