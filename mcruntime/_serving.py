@@ -28,12 +28,13 @@ import contextlib
 import io
 import logging
 import math
-import re
 import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from mcruntime._goduration import parse_go_duration
 
 __all__ = [
     "MAX_CONNECTIONS",
@@ -51,9 +52,6 @@ READ_TIMEOUT = 32.0
 #: open connections per server; beyond, the oldest one still reading its request is closed
 MAX_CONNECTIONS = 256
 
-_GO_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|\u00b5s|ms|s|m|h)")
-_GO_UNIT = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
 
 def asked_timeout(query: str) -> float | None:
     """The seconds a request's ``timeout`` query parameter gives (a Go duration: ``10s``,
@@ -63,11 +61,8 @@ def asked_timeout(query: str) -> float | None:
 
     values = parse_qs(query).get("timeout")
     text = values[-1] if values else ""
-    matches = list(_GO_DURATION.finditer(text))
-    if not text or "".join(m.group() for m in matches) != text:
-        return None
-    asked = sum(float(m.group(1)) * _GO_UNIT[m.group(2)] for m in matches)
-    return asked if asked > 0 else None
+    asked = parse_go_duration(text)
+    return asked if asked is not None and asked > 0 else None
 
 
 class Connections:

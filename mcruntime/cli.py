@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from mcruntime._goduration import parse_go_duration
 from mcruntime._kubeconfig import in_cluster_problem
 from mcruntime._listen import parse_bind_address
 from mcruntime.plugins import (
@@ -221,19 +222,7 @@ def _bind_address(text: str) -> str:
     return text
 
 
-#: Go's duration units (time.ParseDuration), in seconds
-_UNIT_SECONDS = {
-    "ns": 1e-9,
-    "us": 1e-6,
-    "\u00b5s": 1e-6,
-    "\u03bcs": 1e-6,
-    "ms": 1e-3,
-    "s": 1.0,
-    "m": 60.0,
-    "h": 3600.0,
-}
 _NUMBER = r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
-_DURATION_PART = re.compile(rf"({_NUMBER})(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
 
 
 def _duration(text: str) -> float:
@@ -241,14 +230,8 @@ def _duration(text: str) -> float:
     number of seconds (``30``, ``0.5``); none is negative."""
     if re.fullmatch(_NUMBER, text):
         return float(text)
-    seconds, at = 0.0, 0
-    while at < len(text):
-        part = _DURATION_PART.match(text, at)
-        if part is None:
-            break
-        seconds += float(part.group(1)) * _UNIT_SECONDS[part.group(2)]
-        at = part.end()
-    if not text or at < len(text):
+    seconds = parse_go_duration(text)
+    if seconds is None:
         raise argparse.ArgumentTypeError(
             f"{text!r} is no duration: write it as 30s, 1m30s, 500ms or a number of seconds"
         )
